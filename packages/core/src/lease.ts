@@ -1,0 +1,100 @@
+import type { ExtendedSequenceNumber } from './extended-sequence-number.js';
+import type { HashKeyRange } from './hash-key.js';
+import { hashKeyRangesEqual } from './hash-key.js';
+
+/**
+ * One lease per shard. The key is the shard id, or `streamIdentifier:shardId` when one application
+ * reads several streams (the Java KCL's multi-stream layout).
+ */
+export interface Lease {
+  readonly leaseKey: string;
+  /** The worker holding the lease; null when the lease is free. */
+  readonly owner: string | null;
+  /** The fencing token: every conditional write names the value it last saw and increments it. */
+  readonly leaseCounter: number;
+  readonly checkpoint: ExtendedSequenceNumber;
+  /** A checkpoint the processor has prepared but not committed (two-phase checkpointing). */
+  readonly pendingCheckpoint: ExtendedSequenceNumber | null;
+  readonly ownerSwitchesSinceCheckpoint: number;
+  /** The parent and adjacent parent of the shard (two for a merge, one for a split). */
+  readonly parentShardIds: readonly string[];
+  /** Recorded when the shard ends (split or merge). */
+  readonly childShardIds: readonly string[];
+  readonly hashKeyRange: HashKeyRange | null;
+}
+
+/** What `createLeaseIfAbsent` writes. Omitted fields take the values of a brand-new lease. */
+export interface LeaseInit {
+  readonly leaseKey: string;
+  readonly checkpoint: ExtendedSequenceNumber;
+  readonly pendingCheckpoint?: ExtendedSequenceNumber | null;
+  readonly parentShardIds?: readonly string[];
+  readonly childShardIds?: readonly string[];
+  readonly hashKeyRange?: HashKeyRange | null;
+  /** Normally absent: new leases are free. Migration tools copy an owner only when asked to. */
+  readonly owner?: string | null;
+  readonly leaseCounter?: number;
+  readonly ownerSwitchesSinceCheckpoint?: number;
+}
+
+/** The lease a `LeaseInit` describes, with every default filled in. */
+export function leaseFromInit(init: LeaseInit): Lease {
+  return {
+    leaseKey: init.leaseKey,
+    owner: init.owner ?? null,
+    leaseCounter: init.leaseCounter ?? 0,
+    checkpoint: init.checkpoint,
+    pendingCheckpoint: init.pendingCheckpoint ?? null,
+    ownerSwitchesSinceCheckpoint: init.ownerSwitchesSinceCheckpoint ?? 0,
+    parentShardIds: uniqueSorted(init.parentShardIds ?? []),
+    childShardIds: uniqueSorted(init.childShardIds ?? []),
+    hashKeyRange: init.hashKeyRange ?? null,
+  };
+}
+
+/**
+ * The order of `listLeases`: UTF-8 byte order, which SQL databases give with a binary collation and
+ * which differs from JavaScript's default UTF-16 order for characters outside the BMP.
+ */
+export function compareLeaseKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Shard ids are kept as sorted sets, as DynamoDB string sets behave. */
+export function uniqueSorted(values: readonly string[]): readonly string[] {
+  return [...new Set(values)].sort();
+}
+
+/** A lease is complete once its shard has been read to the end and checkpointed there. */
+export function isLeaseComplete(lease: Pick<Lease, 'checkpoint'>): boolean {
+  return lease.checkpoint.isShardEnd;
+}
+
+/** The shard id inside a lease key (`shardId-…`, or the last part of a multi-stream key). */
+export function shardIdOfLeaseKey(leaseKey: string): string {
+  const index = leaseKey.lastIndexOf(':');
+  return index === -1 ? leaseKey : leaseKey.slice(index + 1);
+}
+
+/** Field-by-field equality, including the counter. */
+export function leasesEqual(a: Lease, b: Lease): boolean {
+  return (
+    a.leaseKey === b.leaseKey &&
+    a.owner === b.owner &&
+    a.leaseCounter === b.leaseCounter &&
+    a.checkpoint.equals(b.checkpoint) &&
+    (a.pendingCheckpoint === null || b.pendingCheckpoint === null
+      ? a.pendingCheckpoint === b.pendingCheckpoint
+      : a.pendingCheckpoint.equals(b.pendingCheckpoint)) &&
+    a.ownerSwitchesSinceCheckpoint === b.ownerSwitchesSinceCheckpoint &&
+    sameIds(a.parentShardIds, b.parentShardIds) &&
+    sameIds(a.childShardIds, b.childShardIds) &&
+    hashKeyRangesEqual(a.hashKeyRange, b.hashKeyRange)
+  );
+}
+
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  const sortedB = [...b].sort();
+  return [...a].sort().every((value, index) => value === sortedB[index]);
+}

@@ -1,0 +1,216 @@
+import type {
+  CheckpointUpdate,
+  Lease,
+  LeaseInit,
+  LeaseMetaUpdate,
+  LeaseRenewal,
+  LeaseStore,
+  LeaseWriteResult,
+  MigrationMarker,
+  WorkerRecord,
+} from '@kcl/core';
+import { ConfigurationError, compareLeaseKeys, leaseFromInit, uniqueSorted } from '@kcl/core';
+
+interface ApplicationState {
+  readonly leases: Map<string, Lease>;
+  readonly workers: Map<string, WorkerRecord>;
+  marker: MigrationMarker | null;
+}
+
+/**
+ * The backing "table" of memory stores. Stores built on the same table share it the way applications
+ * share one physical lease table, each seeing only its own rows.
+ */
+export class MemoryLeaseTable {
+  readonly #applications = new Map<string, ApplicationState>();
+
+  /** The state of one application, created on first use. */
+  application(applicationName: string): ApplicationState {
+    let state = this.#applications.get(applicationName);
+    if (state === undefined) {
+      state = { leases: new Map(), workers: new Map(), marker: null };
+      this.#applications.set(applicationName, state);
+    }
+    return state;
+  }
+
+  /** Every stored lease of one application, as stored (the conformance suite's backdoor). */
+  rawLeases(applicationName: string): Lease[] {
+    return [...this.application(applicationName).leases.values()];
+  }
+
+  applicationNames(): string[] {
+    return [...this.#applications.keys()];
+  }
+}
+
+export interface MemoryLeaseStoreOptions {
+  readonly applicationName: string;
+  /** Share a table between stores to model applications sharing one physical table. */
+  readonly table?: MemoryLeaseTable;
+  /** The wall clock for worker heartbeat timestamps. */
+  readonly now?: () => number;
+}
+
+export interface MemoryLeaseStore extends LeaseStore {
+  readonly table: MemoryLeaseTable;
+}
+
+/**
+ * The reference `LeaseStore`: every rule of the contract, kept in memory. Each call yields to the event
+ * loop once before it acts, so concurrent callers interleave as they would against a real store, while
+ * each operation itself is atomic.
+ */
+export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): MemoryLeaseStore {
+  if (typeof options.applicationName !== 'string' || options.applicationName.length === 0) {
+    throw new ConfigurationError('@kcl/testkit memory store', ['applicationName must be a non-empty string']);
+  }
+  const applicationName = options.applicationName;
+  const table = options.table ?? new MemoryLeaseTable();
+  const now = options.now ?? Date.now;
+  const state = (): ApplicationState => table.application(applicationName);
+
+  const conditional = async (
+    leaseKey: string,
+    leaseCounter: number,
+    change: (lease: Lease) => Omit<Lease, 'leaseCounter' | 'leaseKey'>,
+  ): Promise<LeaseWriteResult> => {
+    await tick();
+    const leases = state().leases;
+    const current = leases.get(leaseKey);
+    if (current === undefined) return { ok: false, reason: 'not-found' };
+    if (current.leaseCounter !== leaseCounter) return { ok: false, reason: 'counter-mismatch' };
+    const next = freeze({ ...change(current), leaseKey, leaseCounter: current.leaseCounter + 1 });
+    leases.set(leaseKey, next);
+    return { ok: true, lease: next };
+  };
+
+  const renewLease = (leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult> =>
+    conditional(leaseKey, leaseCounter, (lease) => lease);
+
+  return {
+    specificationVersion: 'v1',
+    applicationName,
+    capabilities: { batchRenew: true, consistentReads: true },
+    description: `memory store (application ${JSON.stringify(applicationName)})`,
+    table,
+
+    async ensureSchema() {
+      await tick();
+      state();
+    },
+
+    async createLeaseIfAbsent(init: LeaseInit) {
+      await tick();
+      const leases = state().leases;
+      if (leases.has(init.leaseKey)) return { ok: false, reason: 'already-exists' };
+      const lease = freeze(leaseFromInit(init));
+      leases.set(init.leaseKey, lease);
+      return { ok: true, lease };
+    },
+
+    async getLease(leaseKey) {
+      await tick();
+      return state().leases.get(leaseKey) ?? null;
+    },
+
+    async listLeases() {
+      await tick();
+      return [...state().leases.values()].sort((a, b) => compareLeaseKeys(a.leaseKey, b.leaseKey));
+    },
+
+    renewLease,
+
+    async renewLeases(renewals: readonly LeaseRenewal[]) {
+      return Promise.all(renewals.map((renewal) => renewLease(renewal.leaseKey, renewal.leaseCounter)));
+    },
+
+    takeLease(leaseKey, leaseCounter, owner) {
+      return conditional(leaseKey, leaseCounter, (lease) => ({
+        ...lease,
+        owner,
+        ownerSwitchesSinceCheckpoint:
+          lease.owner === owner ? lease.ownerSwitchesSinceCheckpoint : lease.ownerSwitchesSinceCheckpoint + 1,
+      }));
+    },
+
+    releaseLease(leaseKey, leaseCounter) {
+      return conditional(leaseKey, leaseCounter, (lease) => ({ ...lease, owner: null }));
+    },
+
+    updateCheckpoint(leaseKey, leaseCounter, update: CheckpointUpdate) {
+      return conditional(leaseKey, leaseCounter, (lease) => ({
+        ...lease,
+        checkpoint: update.checkpoint,
+        pendingCheckpoint: update.pendingCheckpoint ?? null,
+        ownerSwitchesSinceCheckpoint: 0,
+      }));
+    },
+
+    async updateLeaseMeta(leaseKey, update: LeaseMetaUpdate) {
+      await tick();
+      const leases = state().leases;
+      const current = leases.get(leaseKey);
+      if (current === undefined) return null;
+      const next = freeze({
+        ...current,
+        childShardIds:
+          update.childShardIds === undefined ? current.childShardIds : uniqueSorted(update.childShardIds),
+        hashKeyRange: update.hashKeyRange ?? current.hashKeyRange,
+      });
+      leases.set(leaseKey, next);
+      return next;
+    },
+
+    async deleteLease(leaseKey) {
+      await tick();
+      state().leases.delete(leaseKey);
+    },
+
+    async heartbeatWorker(workerId, metadata = {}) {
+      await tick();
+      const workers = state().workers;
+      const previous = workers.get(workerId);
+      const record: WorkerRecord = Object.freeze({
+        workerId,
+        heartbeat: (previous?.heartbeat ?? 0) + 1,
+        lastHeartbeatAt: new Date(now()),
+        metadata: Object.freeze({ ...metadata }),
+      });
+      workers.set(workerId, record);
+      return record;
+    },
+
+    async listWorkers() {
+      await tick();
+      return [...state().workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
+    },
+
+    async removeWorker(workerId) {
+      await tick();
+      state().workers.delete(workerId);
+    },
+
+    async getMigrationMarker() {
+      await tick();
+      return state().marker;
+    },
+
+    async setMigrationMarker(marker) {
+      await tick();
+      state().marker = marker === null ? null : Object.freeze({ ...marker });
+    },
+  };
+}
+
+function freeze(lease: Lease): Lease {
+  return Object.freeze({
+    ...lease,
+    parentShardIds: Object.freeze([...lease.parentShardIds]),
+    childShardIds: Object.freeze([...lease.childShardIds]),
+  });
+}
+
+function tick(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { conformanceCases, describeLeaseStoreConformance } from '../src/conformance/index.js';
+import { createMemoryLeaseStore, MemoryLeaseTable } from '../src/index.js';
+
+const table = new MemoryLeaseTable();
+
+describeLeaseStoreConformance({
+  name: 'memory',
+  setup: async () => ({
+    createStore: (applicationName) => createMemoryLeaseStore({ applicationName, table }),
+    readRawLease: async (applicationName, leaseKey) => {
+      const lease = table.rawLeases(applicationName).find((candidate) => candidate.leaseKey === leaseKey);
+      return lease === undefined ? null : { ...lease };
+    },
+  }),
+});
+
+describe('the conformance suite', () => {
+  it('has at least 40 cases, with unique names', () => {
+    expect(conformanceCases.length).toBeGreaterThanOrEqual(40);
+    const names = conformanceCases.map((testCase) => `${testCase.group}/${testCase.name}`);
+    expect(new Set(names).size).toBe(names.length);
+  });
+});
