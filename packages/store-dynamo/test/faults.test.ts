@@ -1,0 +1,200 @@
+import { ProvisionedThroughputExceededException, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { LeaseStore } from '@kcl/core';
+import {
+  ExtendedSequenceNumber,
+  LeaseDataError,
+  LeaseStoreError,
+  LeaseStoreSchemaMissingError,
+} from '@kcl/core';
+import { freePort, startDynalite } from '@kcl/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDynamoLeaseStore, summarizeDynamoLeaseTable } from '../src/index.js';
+import { failCommands } from './command-counter.js';
+import { clientFor, startLocalDynamo } from './local-dynamo.js';
+
+const dynamo = await startLocalDynamo();
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the call to reject');
+}
+
+/** Every kind of call, so no path escapes the error mapping. */
+function everyCall(store: LeaseStore): Array<[string, () => Promise<unknown>]> {
+  return [
+    ['ensureSchema', () => store.ensureSchema()],
+    ['getLease', () => store.getLease('shardId-1')],
+    ['listLeases', () => store.listLeases()],
+    [
+      'createLeaseIfAbsent',
+      () => store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+    ],
+    ['renewLease', () => store.renewLease('shardId-1', 0)],
+    ['takeLease', () => store.takeLease('shardId-1', 0, 'w')],
+    [
+      'updateCheckpoint',
+      () => store.updateCheckpoint('shardId-1', 0, { checkpoint: ExtendedSequenceNumber.of('1') }),
+    ],
+    ['deleteLease', () => store.deleteLease('shardId-1')],
+    ['heartbeatWorker', () => store.heartbeatWorker('w')],
+    ['listWorkers', () => store.listWorkers()],
+    ['getMigrationMarker', () => store.getMigrationMarker()],
+  ];
+}
+
+afterAll(() => dynamo.stop());
+
+describe('an unreachable DynamoDB', () => {
+  it('on an unused port, every call rejects with a retryable LeaseStoreError', async () => {
+    const client = clientFor(`http://127.0.0.1:${await freePort()}`, { maxAttempts: 1 });
+    const store = createDynamoLeaseStore({ client, applicationName: 'nowhere-app' });
+    for (const [name, call] of everyCall(store)) {
+      const error = await rejection(call());
+      expect(error, name).toBeInstanceOf(LeaseStoreError);
+      expect((error as LeaseStoreError).retryable, name).toBe(true);
+      expect((error as LeaseStoreError).code, name).toBe('LEASE_STORE_UNAVAILABLE');
+      expect((error as Error).message, name).toMatch(/^@kcl\/store-dynamo: .* could not be reached/);
+    }
+    client.destroy();
+  });
+
+  it('when the emulator stops under a working store, calls reject as retryable and nothing crashes', async () => {
+    const emulator = await startDynalite({ createTableMs: 5 });
+    const client = clientFor(emulator.endpoint, { maxAttempts: 2 });
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'stopping-app',
+      schemaPollIntervalMs: 10,
+    });
+    await store.ensureSchema();
+    const created = await store.createLeaseIfAbsent({
+      leaseKey: 'shardId-1',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+    });
+    expect(created.ok).toBe(true);
+    await emulator.stop();
+    for (const [name, call] of everyCall(store)) {
+      const error = await rejection(call());
+      expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable], name).toEqual([
+        'LEASE_STORE_UNAVAILABLE',
+        true,
+      ]);
+    }
+    client.destroy();
+  });
+});
+
+describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => {
+  it('a missing lease table gives a schema error that says how to create it', async () => {
+    const store = createDynamoLeaseStore({
+      client: dynamo.client(),
+      applicationName: 'never-created',
+      schemaPollIntervalMs: 10,
+    });
+    const error = await rejection(store.getLease('shardId-1'));
+    expect(error).toBeInstanceOf(LeaseStoreSchemaMissingError);
+    expect((error as LeaseStoreSchemaMissingError).retryable).toBe(false);
+    expect((error as Error).message).toContain('the lease table "never-created" does not exist');
+    expect((error as Error).message).toContain('await store.ensureSchema()');
+    expect((error as Error).message).toContain(
+      'aws dynamodb create-table --table-name never-created --attribute-definitions AttributeName=leaseKey,AttributeType=S --key-schema AttributeName=leaseKey,KeyType=HASH --billing-mode PAY_PER_REQUEST',
+    );
+    for (const call of [
+      () => store.listLeases(),
+      () => store.renewLease('shardId-1', 0),
+      () => store.takeLease('shardId-1', 0, 'w'),
+      () => store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+    ]) {
+      expect(await rejection(call())).toBeInstanceOf(LeaseStoreSchemaMissingError);
+    }
+    const workerError = await rejection(store.heartbeatWorker('w'));
+    expect(workerError).toBeInstanceOf(LeaseStoreSchemaMissingError);
+    expect((workerError as Error).message).toContain('the worker registry table "never-created-kcl-workers"');
+    await store.ensureSchema();
+    expect(await store.getLease('shardId-1')).toBeNull();
+  });
+
+  it('an item that cannot be parsed is a LeaseDataError naming the key, never silently dropped', async () => {
+    const client = dynamo.client();
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'garbage-app',
+      schemaPollIntervalMs: 10,
+    });
+    await store.ensureSchema();
+    await store.createLeaseIfAbsent({
+      leaseKey: 'shardId-000000000000',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+    });
+    await client.send(
+      new PutItemCommand({
+        TableName: 'garbage-app',
+        Item: {
+          leaseKey: { S: 'shardId-000000000001' },
+          leaseCounter: { N: '3' },
+          checkpoint: { S: 'garbage' },
+          checkpointSubSequenceNumber: { N: '0' },
+        },
+      }),
+    );
+    const single = await rejection(store.getLease('shardId-000000000001'));
+    expect(single).toBeInstanceOf(LeaseDataError);
+    expect((single as LeaseDataError).leaseKey).toBe('shardId-000000000001');
+    expect((single as LeaseDataError).retryable).toBe(false);
+    expect((single as Error).message).toMatch(
+      /^@kcl\/store-dynamo: lease "shardId-000000000001" cannot be read: checkpoint "garbage" is neither a decimal sequence number/,
+    );
+    const listed = await rejection(store.listLeases());
+    expect(listed).toBeInstanceOf(LeaseDataError);
+    expect((listed as LeaseDataError).leaseKey).toBe('shardId-000000000001');
+
+    const summary = await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' });
+    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000']);
+    expect(summary.invalidRows).toEqual([
+      {
+        leaseKey: 'shardId-000000000001',
+        problem: expect.stringContaining('checkpoint "garbage"'),
+      },
+    ]);
+    // The healthy lease stays readable on its own.
+    expect((await store.getLease('shardId-000000000000'))?.checkpoint.sentinel).toBe('LATEST');
+  });
+
+  it('throttling on the way to DynamoDB is a retryable error, and a lost race is still a value', async () => {
+    const client = dynamo.client();
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'throttled-app',
+      schemaPollIntervalMs: 10,
+    });
+    await store.ensureSchema();
+    const lease = await store.createLeaseIfAbsent({
+      leaseKey: 'shardId-1',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+    });
+    failCommands(client, ['UpdateItemCommand'], () =>
+      Object.assign(
+        new ProvisionedThroughputExceededException({
+          message: 'The level of configured provisioned throughput for the table was exceeded.',
+          $metadata: { httpStatusCode: 400 },
+        }),
+      ),
+    );
+    const error = await rejection(store.renewLease('shardId-1', lease.ok ? lease.lease.leaseCounter : 0));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable]).toEqual([
+      'LEASE_STORE_THROTTLED',
+      true,
+    ]);
+    expect(
+      await store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+    ).toEqual({
+      ok: false,
+      reason: 'already-exists',
+    });
+  });
+});
