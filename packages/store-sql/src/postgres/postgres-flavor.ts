@@ -1,0 +1,83 @@
+import { sql } from 'kysely';
+import type { SqlFlavor } from '../sql-flavor.js';
+import type { SqlRow } from '../sql-lease-row.js';
+import { LEASE_COLUMNS } from '../sql-lease-row.js';
+import { MAX_APPLICATION_NAME_LENGTH } from '../sql-lease-store-options.js';
+import {
+  createLeaseTables,
+  MAX_LEASE_KEY_LENGTH,
+  MAX_SEQUENCE_NUMBER_LENGTH,
+  type SqlColumnTypes,
+} from '../sql-schema.js';
+import { leaseColumnList, leaseInsertColumnsAndValues, leaseMatch } from '../sql-statements.js';
+
+/**
+ * PostgreSQL: `RETURNING` on every write, so each lease operation is one statement and one round
+ * trip. Keys use `COLLATE "C"`, which compares and sorts UTF-8 text byte by byte.
+ */
+const COLUMN_TYPES: SqlColumnTypes = {
+  applicationName: sql`varchar(${sql.lit(MAX_APPLICATION_NAME_LENGTH)}) collate "C"`,
+  key: sql`varchar(${sql.lit(MAX_LEASE_KEY_LENGTH)}) collate "C"`,
+  sequenceNumber: sql`varchar(${sql.lit(MAX_SEQUENCE_NUMBER_LENGTH)})`,
+  hashKey: 'varchar(39)',
+  text: 'text',
+  counter: 'bigint',
+  tableOptions: null,
+};
+
+export const postgresFlavor: SqlFlavor = {
+  name: 'postgres',
+  label: 'PostgreSQL',
+
+  createTables: (db, tables) => createLeaseTables(db, tables, COLUMN_TYPES),
+
+  async insertLease(db, tables, values) {
+    const { rows } =
+      await sql<SqlRow>`insert into ${sql.table(tables.leases)} ${leaseInsertColumnsAndValues(values)}
+      on conflict (${sql.ref('application_name')}, ${sql.ref('lease_key')}) do nothing
+      returning ${leaseColumnList()}`.execute(db);
+    return rows[0] ?? null;
+  },
+
+  async updateLease(db, tables, update) {
+    const { rows } = await sql<SqlRow>`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
+      where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter)}
+      returning ${leaseColumnList()}`.execute(db);
+    const row = rows[0];
+    return row === undefined ? { updated: false, exists: undefined } : { updated: true, row };
+  },
+
+  async renewLeases(db, tables, applicationName, renewals) {
+    // Two array parameters whatever the number of leases: the statement text never changes.
+    const { rows } = await sql<SqlRow>`update ${sql.table(tables.leases)} as ${sql.id('lease')}
+      set ${sql.ref('lease_counter')} = ${sql.ref('lease.lease_counter')} + 1
+      from unnest(${renewals.map((renewal) => renewal.leaseKey)}::varchar[], ${renewals.map((renewal) => renewal.leaseCounter)}::bigint[])
+        as ${sql.id('renewal')} (${sql.ref('lease_key')}, ${sql.ref('lease_counter')})
+      where ${sql.ref('lease.application_name')} = ${applicationName}
+        and ${sql.ref('lease.lease_key')} = ${sql.ref('renewal.lease_key')}
+        and ${sql.ref('lease.lease_counter')} = ${sql.ref('renewal.lease_counter')}
+      returning ${sql.join(LEASE_COLUMNS.map((column) => sql.ref(`lease.${column}`)))}`.execute(db);
+    return { renewed: rows, existingKeys: undefined };
+  },
+
+  async heartbeatWorker(db, tables, values) {
+    const { rows } = await sql<{ heartbeat: string | number }>`insert into ${sql.table(tables.workers)}
+        (${sql.ref('application_name')}, ${sql.ref('worker_id')}, ${sql.ref('heartbeat')}, ${sql.ref('last_heartbeat_at_ms')}, ${sql.ref('metadata')})
+      values (${values.application_name}, ${values.worker_id}, 1, ${values.last_heartbeat_at_ms}, ${values.metadata})
+      on conflict (${sql.ref('application_name')}, ${sql.ref('worker_id')}) do update set
+        ${sql.ref('heartbeat')} = ${sql.ref(`${tables.workers}.heartbeat`)} + 1,
+        ${sql.ref('last_heartbeat_at_ms')} = ${sql.ref('excluded.last_heartbeat_at_ms')},
+        ${sql.ref('metadata')} = ${sql.ref('excluded.metadata')}
+      returning ${sql.ref('heartbeat')}`.execute(db);
+    return Number(rows[0]?.heartbeat);
+  },
+
+  async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
+    await sql`insert into ${sql.table(tables.applications)}
+        (${sql.ref('application_name')}, ${sql.ref('migrated_to')}, ${sql.ref('migrated_at_ms')})
+      values (${applicationName}, ${migratedTo}, ${migratedAtMs})
+      on conflict (${sql.ref('application_name')}) do update set
+        ${sql.ref('migrated_to')} = ${sql.ref('excluded.migrated_to')},
+        ${sql.ref('migrated_at_ms')} = ${sql.ref('excluded.migrated_at_ms')}`.execute(db);
+  },
+};

@@ -1,0 +1,107 @@
+import type { LeaseRenewal } from '@kcl/core';
+import type { RawBuilder } from 'kysely';
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely';
+import type { LeaseRowValues, SqlRow, WorkerRowValues } from './sql-lease-row.js';
+import type { AnyKysely } from './sql-lease-store-options.js';
+import type { SqlLeaseTableNames } from './sql-table-names.js';
+
+/**
+ * The SQL dialects the store speaks. `mysql` covers MySQL 8 and MariaDB (10.5 or later): it uses
+ * no `RETURNING`, which MySQL lacks entirely and MariaDB lacks for `UPDATE`.
+ */
+export type SqlFlavorName = 'postgres' | 'mysql' | 'sqlite';
+
+export const SQL_FLAVOR_NAMES: readonly SqlFlavorName[] = ['postgres', 'mysql', 'sqlite'];
+
+/** One UPDATE of one lease row. */
+export interface LeaseUpdate {
+  readonly applicationName: string;
+  readonly leaseKey: string;
+  /** The counter the caller last saw (the fence), or null for an unconditional update. */
+  readonly leaseCounter: number | null;
+  /** The `column = expression` assignments, in an order that is safe for MySQL (see the store). */
+  readonly assignments: readonly RawBuilder<unknown>[];
+}
+
+export type LeaseUpdateOutcome =
+  | { readonly updated: true; readonly row: SqlRow }
+  | {
+      readonly updated: false;
+      /** Whether the lease exists, when the flavor learned it at no extra cost; undefined otherwise. */
+      readonly exists: boolean | undefined;
+    };
+
+export interface LeaseBatchRenewOutcome {
+  /** The renewed rows, as stored after the renewal. */
+  readonly renewed: readonly SqlRow[];
+  /** The keys that exist, when the flavor learned them at no extra cost; undefined otherwise. */
+  readonly existingKeys: ReadonlySet<string> | undefined;
+}
+
+/**
+ * Everything that differs between the SQL dialects, one implementation per dialect. Statements every
+ * dialect writes the same way live in `sql-statements.ts`.
+ */
+export interface SqlFlavor {
+  readonly name: SqlFlavorName;
+  /** The database's name for descriptions and messages, e.g. `PostgreSQL`. */
+  readonly label: string;
+  /** The body of the schema migration: creates the three lease tables unless they exist. */
+  createTables(db: AnyKysely, tables: SqlLeaseTableNames): Promise<void>;
+  /** Inserts the lease unless a lease with its key exists: the stored row, or null when one existed. */
+  insertLease(db: AnyKysely, tables: SqlLeaseTableNames, values: LeaseRowValues): Promise<SqlRow | null>;
+  /** Updates one lease, fenced by its counter unless the update is unconditional. */
+  updateLease(db: AnyKysely, tables: SqlLeaseTableNames, update: LeaseUpdate): Promise<LeaseUpdateOutcome>;
+  /** Increments the counters of every lease whose counter matches, in one UPDATE statement. */
+  renewLeases(
+    db: AnyKysely,
+    tables: SqlLeaseTableNames,
+    applicationName: string,
+    renewals: readonly LeaseRenewal[],
+  ): Promise<LeaseBatchRenewOutcome>;
+  /** Registers the worker or increments its heartbeat, atomically: the heartbeat now stored. */
+  heartbeatWorker(db: AnyKysely, tables: SqlLeaseTableNames, values: WorkerRowValues): Promise<number>;
+  /** Sets the application's migration marker, creating its state row when needed. */
+  setMigrationMarker(
+    db: AnyKysely,
+    tables: SqlLeaseTableNames,
+    applicationName: string,
+    migratedTo: string,
+    migratedAtMs: number,
+  ): Promise<void>;
+}
+
+export interface SqlFlavorDetection {
+  readonly flavor: SqlFlavorName | null;
+  /** The adapter's class name, for the message when detection fails. */
+  readonly adapterName: string;
+}
+
+const ADAPTER_NAMES: Readonly<Record<string, SqlFlavorName>> = {
+  PostgresAdapter: 'postgres',
+  MysqlAdapter: 'mysql',
+  SqliteAdapter: 'sqlite',
+};
+
+/**
+ * The flavor of a Kysely instance, from its dialect adapter: Kysely's own Postgres, MySQL and SQLite
+ * dialects, and third-party dialects built on their adapters (postgres.js, libSQL and the like).
+ */
+export function detectSqlFlavor(db: AnyKysely): SqlFlavorDetection {
+  const adapter: unknown = db.getExecutor().adapter;
+  const adapterName = (adapter as { constructor?: { name?: string } })?.constructor?.name ?? 'unknown';
+  if (adapter instanceof PostgresAdapter) return { flavor: 'postgres', adapterName };
+  if (adapter instanceof MysqlAdapter) return { flavor: 'mysql', adapterName };
+  if (adapter instanceof SqliteAdapter) return { flavor: 'sqlite', adapterName };
+  // A second copy of kysely in node_modules breaks instanceof; the class names still tell.
+  let prototype: unknown =
+    adapter === null || typeof adapter !== 'object' ? null : Object.getPrototypeOf(adapter);
+  while (prototype !== null && prototype !== Object.prototype) {
+    const name = (prototype as { constructor?: { name?: string } }).constructor?.name;
+    if (name !== undefined && Object.hasOwn(ADAPTER_NAMES, name)) {
+      return { flavor: ADAPTER_NAMES[name] ?? null, adapterName };
+    }
+    prototype = Object.getPrototypeOf(prototype);
+  }
+  return { flavor: null, adapterName };
+}
