@@ -1,0 +1,113 @@
+import type { Lease, RandomSource, WorkerRecord } from '@kcl/core';
+import { ConfigurationError, systemRandom } from '@kcl/core';
+import { LeaseExpiryTracker } from './lease-expiry-tracker.js';
+import type { PlannedLease, RebalancePlan } from './plan-rebalance.js';
+import { planRebalance } from './plan-rebalance.js';
+import { WorkerLivenessTracker } from './worker-liveness-tracker.js';
+
+export interface RebalancerOptions {
+  readonly workerId: string;
+  /** A lease not seen to change for longer than this is expired (the consumer's `leaseExpiryMs`). */
+  readonly leaseExpiryMs: number;
+  /** A worker whose heartbeat is not seen to change for longer than this is gone. Default: `leaseExpiryMs`. */
+  readonly workerExpiryMs?: number;
+  /** The most leases stolen per plan. Default 1. */
+  readonly maxLeasesToSteal?: number;
+  /** The most incomplete leases this worker holds. Default: no cap. */
+  readonly maxLeasesForWorker?: number;
+  /** Default: `systemRandom` from @kcl/core. Tests pass a seeded one. */
+  readonly random?: RandomSource;
+}
+
+/** One round's input: a lease listing and a registry listing, both made at monotonic time `now`. */
+export interface RebalanceSnapshot {
+  readonly leases: readonly Lease[];
+  readonly workers: readonly Pick<WorkerRecord, 'workerId' | 'heartbeat'>[];
+  /** `Clock.monotonicNow()` right after the listings. */
+  readonly now: number;
+  /** Optional readiness (parents finished or gone), to prefer ready leases among free ones. */
+  readonly isReady?: (lease: PlannedLease) => boolean;
+}
+
+/**
+ * A worker's planner with its memory: the lease expiry and worker liveness trackers persist across
+ * rounds, because expiry can only be judged by seeing counters (not) change over time. It does no I/O:
+ * the runtime lists, calls `plan`, then takes each planned lease with its observed counter.
+ */
+export interface Rebalancer {
+  readonly workerId: string;
+  readonly leaseExpiry: LeaseExpiryTracker;
+  readonly workerLiveness: WorkerLivenessTracker;
+  /** Feeds the trackers with the listings and plans this round's takes. */
+  plan(snapshot: RebalanceSnapshot): RebalancePlan;
+  /** Records a successful take (or renew) of this worker, so the trackers date it `now`. */
+  recordTake(lease: Pick<Lease, 'leaseKey' | 'leaseCounter'>, now: number): void;
+}
+
+/** Validates the options (listing every problem at once) and builds a rebalancer. */
+export function createRebalancer(options: RebalancerOptions): Rebalancer {
+  const problems: string[] = [];
+  if (typeof options.workerId !== 'string' || options.workerId === '') {
+    problems.push('workerId must be a non-empty string');
+  }
+  if (!positive(options.leaseExpiryMs)) {
+    problems.push(
+      `leaseExpiryMs must be a positive number of milliseconds, got ${String(options.leaseExpiryMs)}`,
+    );
+  }
+  if (options.workerExpiryMs !== undefined && !positive(options.workerExpiryMs)) {
+    problems.push(
+      `workerExpiryMs must be a positive number of milliseconds, got ${String(options.workerExpiryMs)}`,
+    );
+  }
+  if (options.maxLeasesToSteal !== undefined && !positiveInteger(options.maxLeasesToSteal)) {
+    problems.push(`maxLeasesToSteal must be a positive integer, got ${String(options.maxLeasesToSteal)}`);
+  }
+  if (options.maxLeasesForWorker !== undefined && !positiveInteger(options.maxLeasesForWorker)) {
+    problems.push(`maxLeasesForWorker must be a positive integer, got ${String(options.maxLeasesForWorker)}`);
+  }
+  if (options.random !== undefined && typeof options.random !== 'function') {
+    problems.push('random must be a function returning numbers in [0, 1)');
+  }
+  if (problems.length > 0) throw new ConfigurationError('@kcl/rebalancer', problems);
+
+  const workerId = options.workerId;
+  const random = options.random ?? systemRandom;
+  const maxLeasesToSteal = options.maxLeasesToSteal ?? 1;
+  const maxLeasesForWorker = options.maxLeasesForWorker;
+  const leaseExpiry = new LeaseExpiryTracker({ leaseExpiryMs: options.leaseExpiryMs });
+  const workerLiveness = new WorkerLivenessTracker({
+    workerExpiryMs: options.workerExpiryMs ?? options.leaseExpiryMs,
+  });
+
+  return {
+    workerId,
+    leaseExpiry,
+    workerLiveness,
+    plan(snapshot) {
+      leaseExpiry.observe(snapshot.leases, snapshot.now);
+      workerLiveness.observe(snapshot.workers, snapshot.now);
+      return planRebalance({
+        workerId,
+        leases: snapshot.leases,
+        isExpired: (leaseKey) => leaseExpiry.isExpired(leaseKey, snapshot.now),
+        liveWorkerIds: workerLiveness.liveWorkerIds(snapshot.now),
+        maxLeasesToSteal,
+        ...(maxLeasesForWorker === undefined ? {} : { maxLeasesForWorker }),
+        random,
+        ...(snapshot.isReady === undefined ? {} : { isReady: snapshot.isReady }),
+      });
+    },
+    recordTake(lease, now) {
+      leaseExpiry.recordWrite(lease.leaseKey, lease.leaseCounter, now);
+    },
+  };
+}
+
+function positive(value: unknown): boolean {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0;
+}
+
+function positiveInteger(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
