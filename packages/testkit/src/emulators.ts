@@ -134,6 +134,12 @@ export async function startKinesisLocal(options: KinesisLocalOptions = {}): Prom
 }
 
 export interface DynaliteOptions {
+  /**
+   * Run dynalite in a child process instead of this one. Use it when this process is busy (a test
+   * runner parsing output while a fleet of workers talks to the emulator), so requests are not queued
+   * behind the test's own work.
+   */
+  readonly separateProcess?: boolean;
   /** How long tables stay CREATING (default 50 ms, so table creation really waits for ACTIVE). */
   readonly createTableMs?: number;
   readonly deleteTableMs?: number;
@@ -143,14 +149,16 @@ export interface DynaliteOptions {
 interface DynaliteServer extends Server {}
 type DynaliteFactory = (options: Record<string, unknown>) => DynaliteServer;
 
-/** Starts dynalite (a DynamoDB emulator) in this process on a free port, in memory. */
+/** Starts dynalite (a DynamoDB emulator) on a free port, in memory: in this process, or in a child process. */
 export async function startDynalite(options: DynaliteOptions = {}): Promise<RunningEmulator> {
-  const dynalite = require('dynalite') as DynaliteFactory;
-  const server = dynalite({
+  const settings = {
     createTableMs: options.createTableMs ?? 50,
     deleteTableMs: options.deleteTableMs ?? 50,
     updateTableMs: options.updateTableMs ?? 50,
-  });
+  };
+  if (options.separateProcess === true) return startDynaliteProcess(settings);
+  const dynalite = require('dynalite') as DynaliteFactory;
+  const server = dynalite(settings);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
@@ -172,6 +180,54 @@ export async function startDynalite(options: DynaliteOptions = {}): Promise<Runn
         // Keep-alive sockets of SDK clients would hold close() open.
         (server as Server & { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      return stopped;
+    },
+  };
+}
+
+async function startDynaliteProcess(settings: Record<string, number>): Promise<RunningEmulator> {
+  // The compiled script, also when this module runs from source (as in the package's own tests).
+  const script = join(dirname(require.resolve('@kcl/testkit/package.json')), 'dist', 'dynalite-server.js');
+  const child = spawn(process.execPath, [script, JSON.stringify(settings)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  const errors: string[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => errors.push(chunk.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffered = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const newline = buffered.indexOf('\n');
+      if (newline === -1) return;
+      const { port: reported } = JSON.parse(buffered.slice(0, newline)) as { port: number | null };
+      if (typeof reported === 'number') resolve(reported);
+      else reject(new Error('@kcl/testkit: dynalite did not bind a TCP port'));
+    });
+    child.once('exit', (code) =>
+      reject(new Error(`@kcl/testkit: dynalite exited with ${code}: ${errors.join('')}`)),
+    );
+  }).catch(async (error: unknown) => {
+    process.removeListener('exit', killOnExit);
+    await stopChild(child);
+    throw error;
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    region: LOCAL_REGION,
+    get credentials() {
+      return { ...LOCAL_CREDENTIALS };
+    },
+    stop: () => {
+      stopped ??= (async () => {
+        process.removeListener('exit', killOnExit);
+        await stopChild(child);
+      })();
       return stopped;
     },
   };

@@ -66,44 +66,50 @@ describe('startKinesisLocal', () => {
 });
 
 describe('startDynalite', () => {
-  it('starts in memory on a free port; a table can be created, written and read back', async () => {
-    const emulator = await startDynalite();
-    const dynamo = new DynamoDBClient({
-      endpoint: emulator.endpoint,
-      region: emulator.region,
-      credentials: emulator.credentials,
-    });
-    try {
-      await dynamo.send(
-        new CreateTableCommand({
-          TableName: 'smoke',
-          KeySchema: [{ AttributeName: 'leaseKey', KeyType: 'HASH' }],
-          AttributeDefinitions: [{ AttributeName: 'leaseKey', AttributeType: 'S' }],
-          BillingMode: 'PAY_PER_REQUEST',
-        }),
-      );
-      for (let attempt = 0; attempt < 100; attempt++) {
-        const table = await dynamo.send(new DescribeTableCommand({ TableName: 'smoke' }));
-        if (table.Table?.TableStatus === 'ACTIVE') break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+  it.each([
+    ['in this process', false],
+    ['in a child process', true],
+  ])(
+    'starts %s on a free port; a table can be created, written and read back',
+    async (_where, separateProcess) => {
+      const emulator = await startDynalite({ separateProcess });
+      const dynamo = new DynamoDBClient({
+        endpoint: emulator.endpoint,
+        region: emulator.region,
+        credentials: emulator.credentials,
+      });
+      try {
+        await dynamo.send(
+          new CreateTableCommand({
+            TableName: 'smoke',
+            KeySchema: [{ AttributeName: 'leaseKey', KeyType: 'HASH' }],
+            AttributeDefinitions: [{ AttributeName: 'leaseKey', AttributeType: 'S' }],
+            BillingMode: 'PAY_PER_REQUEST',
+          }),
+        );
+        for (let attempt = 0; attempt < 100; attempt++) {
+          const table = await dynamo.send(new DescribeTableCommand({ TableName: 'smoke' }));
+          if (table.Table?.TableStatus === 'ACTIVE') break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        await dynamo.send(
+          new PutItemCommand({
+            TableName: 'smoke',
+            Item: { leaseKey: { S: 'shardId-0' }, leaseCounter: { N: '3' } },
+          }),
+        );
+        const item = await dynamo.send(
+          new GetItemCommand({
+            TableName: 'smoke',
+            Key: { leaseKey: { S: 'shardId-0' } },
+            ConsistentRead: true,
+          }),
+        );
+        expect(item.Item?.leaseCounter).toEqual({ N: '3' });
+      } finally {
+        dynamo.destroy();
+        await emulator.stop();
       }
-      await dynamo.send(
-        new PutItemCommand({
-          TableName: 'smoke',
-          Item: { leaseKey: { S: 'shardId-0' }, leaseCounter: { N: '3' } },
-        }),
-      );
-      const item = await dynamo.send(
-        new GetItemCommand({
-          TableName: 'smoke',
-          Key: { leaseKey: { S: 'shardId-0' } },
-          ConsistentRead: true,
-        }),
-      );
-      expect(item.Item?.leaseCounter).toEqual({ N: '3' });
-    } finally {
-      dynamo.destroy();
-      await emulator.stop();
-    }
-  });
+    },
+  );
 });

@@ -856,6 +856,26 @@ define('keys', 'unusual but legal lease keys round-trip and sort by bytes', asyn
   assert.equal(await store.listLeases(), []);
 });
 
+define('keys', 'keys that differ only in trailing spaces or case are distinct leases', async ({ store }) => {
+  const keys = ['shard', 'shard ', 'shard  ', 'Shard', 'shard\t'];
+  for (const [index, leaseKey] of keys.entries()) {
+    await create(store, { leaseKey, checkpoint: esn(String(index + 1)) });
+  }
+  for (const [index, leaseKey] of keys.entries()) {
+    assert.equal(
+      (await store.getLease(leaseKey))?.checkpoint.toString(),
+      String(index + 1),
+      `lease ${JSON.stringify(leaseKey)}`,
+    );
+  }
+  assert.equal(
+    (await store.listLeases()).map((lease) => lease.leaseKey),
+    [...keys].sort(compareLeaseKeys),
+  );
+  await store.deleteLease('shard ');
+  assert.equal((await store.listLeases()).length, keys.length - 1, 'only the one key deleted');
+});
+
 define('keys', 'unusual worker ids round-trip', async ({ store }) => {
   const workerIds = ["host-1:pid'7", 'worker with spaces', 'wörker-✓', 'x'.repeat(200)];
   for (const workerId of workerIds) {
