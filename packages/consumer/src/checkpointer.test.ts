@@ -1,0 +1,119 @@
+import type { KclEvent } from '@kcl/core';
+import { ExtendedSequenceNumber, InvalidCheckpointError, LeaseLostError, noopLogger } from '@kcl/core';
+import { createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
+import { describe, expect, it } from 'vitest';
+import { ShardCheckpointer } from './checkpointer.js';
+import { LeaseKeeper } from './lease-keeper.js';
+
+const esn = ExtendedSequenceNumber.of;
+
+async function setup(checkpoint = ExtendedSequenceNumber.TRIM_HORIZON) {
+  const clock = new ManualClock();
+  const store = createMemoryLeaseStore({ applicationName: 'checkpoints' });
+  const events: KclEvent[] = [];
+  const keeper = new LeaseKeeper({
+    store,
+    workerId: 'me',
+    leaseExpiryMs: 10_000,
+    clock,
+    logger: noopLogger,
+    emit: (event) => events.push(event),
+    onLost: () => {},
+  });
+  await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint });
+  const taken = await store.takeLease('shard-1', 0, 'me');
+  if (!taken.ok) throw new Error('take');
+  const held = keeper.adopt(taken.lease, clock.monotonicNow());
+  const checkpointer = new ShardCheckpointer({
+    held,
+    keeper,
+    store,
+    workerId: 'me',
+    emit: (event) => events.push(event),
+  });
+  return { clock, store, keeper, held, checkpointer, events };
+}
+
+describe('ShardCheckpointer', () => {
+  it('checkpoints the last delivered record by default and writes it', async () => {
+    const { checkpointer, store, events } = await setup();
+    checkpointer.allowUpTo(esn('300', 2));
+    await checkpointer.checkpoint();
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('300/2');
+    expect(checkpointer.lastCheckpoint.toString()).toBe('300/2');
+    expect(events.filter((event) => event.type === 'checkpoint-written')).toHaveLength(1);
+  });
+
+  it('refuses a checkpoint past the last delivered record', async () => {
+    const { checkpointer } = await setup();
+    checkpointer.allowUpTo(esn('300'));
+    await expect(checkpointer.checkpoint('301')).rejects.toThrow(InvalidCheckpointError);
+    await expect(checkpointer.checkpoint('300', 1)).rejects.toThrow(/past the last record delivered/);
+  });
+
+  it('refuses a checkpoint that goes backwards', async () => {
+    const { checkpointer } = await setup();
+    checkpointer.allowUpTo(esn('500'));
+    await checkpointer.checkpoint('400');
+    await expect(checkpointer.checkpoint('399')).rejects.toThrow(/never go backwards/);
+    await expect(checkpointer.checkpoint('TRIM_HORIZON')).rejects.toThrow(InvalidCheckpointError);
+  });
+
+  it('writes nothing when the checkpoint is unchanged', async () => {
+    const { checkpointer, store } = await setup();
+    checkpointer.allowUpTo(esn('10'));
+    await checkpointer.checkpoint('10');
+    const counter = (await store.getLease('shard-1'))?.leaseCounter;
+    await checkpointer.checkpoint('10');
+    await checkpointer.checkpoint();
+    expect((await store.getLease('shard-1'))?.leaseCounter).toBe(counter);
+  });
+
+  it('allows SHARD_END only at the end of the shard, where the last record also means SHARD_END', async () => {
+    const { checkpointer, store } = await setup();
+    checkpointer.allowUpTo(esn('900'));
+    await expect(checkpointer.checkpoint('SHARD_END')).rejects.toThrow(
+      /only be checkpointed inside shardEnded/,
+    );
+    checkpointer.allowShardEnd();
+    await checkpointer.checkpoint('900');
+    expect((await store.getLease('shard-1'))?.checkpoint.isShardEnd).toBe(true);
+  });
+
+  it('rejects malformed sequence numbers with the lease named', async () => {
+    const { checkpointer } = await setup();
+    checkpointer.allowUpTo(esn('900'));
+    await expect(checkpointer.checkpoint('12x')).rejects.toThrow(/shard-1.*not a sequence number/);
+    await expect(checkpointer.checkpoint(undefined, 3)).rejects.toThrow(/needs a sequence number/);
+  });
+
+  it('prepares a checkpoint, keeps the committed one, and commits it later', async () => {
+    const { checkpointer, store } = await setup();
+    checkpointer.allowUpTo(esn('700'));
+    await checkpointer.checkpoint('100');
+    const prepared = await checkpointer.prepareCheckpoint('700');
+    let stored = await store.getLease('shard-1');
+    expect([stored?.checkpoint.toString(), stored?.pendingCheckpoint?.toString()]).toEqual(['100', '700']);
+    await prepared.checkpoint();
+    stored = await store.getLease('shard-1');
+    expect([stored?.checkpoint.toString(), stored?.pendingCheckpoint]).toEqual(['700', null]);
+  });
+
+  it('refuses to checkpoint once the lease is lost', async () => {
+    const { checkpointer, store, held } = await setup();
+    checkpointer.allowUpTo(esn('50'));
+    await store.takeLease('shard-1', held.lease.leaseCounter, 'thief');
+    await expect(checkpointer.checkpoint()).rejects.toThrow(LeaseLostError);
+    expect(held.isHeld()).toBe(false);
+    await expect(checkpointer.checkpoint()).rejects.toThrow(/no longer held/);
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
+  });
+
+  it('refuses to checkpoint after the lease expired locally, even though the store would accept it', async () => {
+    const { checkpointer, clock, store } = await setup();
+    checkpointer.allowUpTo(esn('50'));
+    await clock.advance(10_001);
+    await expect(checkpointer.checkpoint()).rejects.toThrow(LeaseLostError);
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
+  });
+});

@@ -1,0 +1,148 @@
+import type { KclEvent, LeaseStore } from '@kcl/core';
+import { ExtendedSequenceNumber, InvalidCheckpointError, KclError, LeaseLostError } from '@kcl/core';
+import type { HeldLease, LeaseKeeper } from './lease-keeper.js';
+import { Mutex } from './mutex.js';
+import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from './record-processor.js';
+
+export interface ShardCheckpointerOptions {
+  readonly held: HeldLease;
+  readonly keeper: LeaseKeeper;
+  readonly store: LeaseStore;
+  readonly workerId: string;
+  readonly emit: (event: KclEvent) => void;
+  /** Called after each checkpoint is written (metrics, status). */
+  readonly onCheckpoint?: (checkpoint: ExtendedSequenceNumber) => void;
+}
+
+/**
+ * The checkpointer of one lease incarnation. It enforces the Java KCL's rules: a checkpoint never goes
+ * backwards, never past the last record delivered to the processor, and reaches SHARD_END only inside
+ * `shardEnded`; checkpointing the current value again is free (no write).
+ */
+export class ShardCheckpointer implements Checkpointer {
+  readonly #options: ShardCheckpointerOptions;
+  readonly #mutex = new Mutex();
+  #lastCheckpoint: ExtendedSequenceNumber;
+  #largestPermitted: ExtendedSequenceNumber;
+  #lastRecordAtShardEnd: ExtendedSequenceNumber | null = null;
+
+  constructor(options: ShardCheckpointerOptions) {
+    this.#options = options;
+    this.#lastCheckpoint = options.held.lease.checkpoint;
+    this.#largestPermitted = options.held.lease.checkpoint;
+  }
+
+  get lastCheckpoint(): ExtendedSequenceNumber {
+    return this.#lastCheckpoint;
+  }
+
+  /** The largest position a checkpoint may name now. */
+  get largestPermitted(): ExtendedSequenceNumber {
+    return this.#largestPermitted;
+  }
+
+  /** Records were delivered up to `position`: checkpoints may now go that far. */
+  allowUpTo(position: ExtendedSequenceNumber): void {
+    if (position.isAfter(this.#largestPermitted)) this.#largestPermitted = position;
+  }
+
+  /** The shard has ended: from now on `checkpoint()` means SHARD_END. */
+  allowShardEnd(): void {
+    if (!this.#largestPermitted.isShardEnd) {
+      this.#lastRecordAtShardEnd = this.#largestPermitted.isSentinel ? null : this.#largestPermitted;
+      this.#largestPermitted = ExtendedSequenceNumber.SHARD_END;
+    }
+  }
+
+  checkpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<void> {
+    return this.#mutex.run(async () => {
+      const target = this.#resolve(sequenceNumber, subSequenceNumber);
+      if (target.equals(this.#lastCheckpoint)) return;
+      await this.#write(target, null);
+      this.#lastCheckpoint = target;
+    });
+  }
+
+  checkpointRecord(record: Pick<KinesisRecord, 'sequenceNumber' | 'subSequenceNumber'>): Promise<void> {
+    return this.checkpoint(record.sequenceNumber, record.subSequenceNumber);
+  }
+
+  prepareCheckpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<PreparedCheckpointer> {
+    return this.#mutex.run(async () => {
+      const target = this.#resolve(sequenceNumber, subSequenceNumber);
+      if (!target.equals(this.#lastCheckpoint)) await this.#write(this.#lastCheckpoint, target);
+      return {
+        pendingCheckpoint: target,
+        checkpoint: () => this.checkpoint(target.sequenceNumber, target.subSequenceNumber),
+      };
+    });
+  }
+
+  #resolve(
+    sequenceNumber: string | undefined,
+    subSequenceNumber: number | undefined,
+  ): ExtendedSequenceNumber {
+    const leaseKey = this.#options.held.leaseKey;
+    let target: ExtendedSequenceNumber;
+    if (sequenceNumber === undefined) {
+      if (subSequenceNumber !== undefined) {
+        throw new InvalidCheckpointError(
+          `@kcl/consumer: lease ${leaseKey}: a sub-sequence number needs a sequence number`,
+        );
+      }
+      target = this.#largestPermitted;
+    } else {
+      try {
+        target = ExtendedSequenceNumber.of(sequenceNumber, subSequenceNumber ?? 0);
+      } catch (error) {
+        throw new InvalidCheckpointError(
+          `@kcl/consumer: lease ${leaseKey}: ${error instanceof KclError ? error.message : String(error)}`,
+        );
+      }
+    }
+    if (
+      this.#largestPermitted.isShardEnd &&
+      this.#lastRecordAtShardEnd !== null &&
+      target.equals(this.#lastRecordAtShardEnd)
+    ) {
+      // At shard end, checkpointing the shard's last record means the shard is done.
+      target = ExtendedSequenceNumber.SHARD_END;
+    }
+    if (target.isBefore(this.#lastCheckpoint)) {
+      throw new InvalidCheckpointError(
+        `@kcl/consumer: lease ${leaseKey}: checkpoint ${target} is before the last checkpoint ${this.#lastCheckpoint}; checkpoints never go backwards`,
+      );
+    }
+    if (target.isAfter(this.#largestPermitted)) {
+      throw new InvalidCheckpointError(
+        target.isShardEnd
+          ? `@kcl/consumer: lease ${leaseKey}: SHARD_END can only be checkpointed inside shardEnded`
+          : `@kcl/consumer: lease ${leaseKey}: checkpoint ${target} is past the last record delivered (${this.#largestPermitted})`,
+      );
+    }
+    return target;
+  }
+
+  async #write(
+    checkpoint: ExtendedSequenceNumber,
+    pendingCheckpoint: ExtendedSequenceNumber | null,
+  ): Promise<void> {
+    const { held, keeper, store, workerId, emit } = this.#options;
+    const result = await keeper.write(held, 'checkpoint', (lease) =>
+      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, { checkpoint, pendingCheckpoint }),
+    );
+    if (result === null) {
+      throw new LeaseLostError(
+        held.leaseKey,
+        'it expired or was released before the checkpoint; the new owner resumes from the last checkpoint',
+      );
+    }
+    if (!result.ok) {
+      throw new LeaseLostError(held.leaseKey, `another worker holds it now (${result.reason})`);
+    }
+    if (pendingCheckpoint === null) {
+      emit({ type: 'checkpoint-written', workerId, leaseKey: held.leaseKey, checkpoint });
+      this.#options.onCheckpoint?.(checkpoint);
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import {
+  GetRecordsCommand,
+  type GetRecordsCommandOutput,
+  GetShardIteratorCommand,
+  type GetShardIteratorCommandInput,
+  type KinesisClient,
+  ListShardsCommand,
+  type Shard,
+  type ShardFilter,
+} from '@aws-sdk/client-kinesis';
+import type { Clock, RandomSource } from '@kcl/core';
+import { Backoff } from './backoff.js';
+import { classifyKinesisError } from './kinesis-errors.js';
+
+/** Where a shard iterator starts. */
+export type IteratorPosition =
+  | { readonly type: 'TRIM_HORIZON' }
+  | { readonly type: 'LATEST' }
+  | { readonly type: 'AT_TIMESTAMP'; readonly timestamp: Date }
+  | { readonly type: 'AT_SEQUENCE_NUMBER'; readonly sequenceNumber: string }
+  | { readonly type: 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
+
+export type StreamIdentity = { readonly streamName: string } | { readonly streamArn: string };
+
+export interface KinesisStreamOptions {
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  /** Attempts for ListShards when throttled or failing transiently (the Java KCL uses 50 × 1.5 s). */
+  readonly listShardsAttempts?: number;
+}
+
+/** The calls the runtime makes against one stream. `KinesisStream` is the implementation. */
+export interface StreamReader {
+  /** A short name for logs. */
+  readonly name: string;
+  listShards(filter?: ShardFilter, signal?: AbortSignal): Promise<Shard[]>;
+  getShardIterator(shardId: string, position: IteratorPosition, signal?: AbortSignal): Promise<string>;
+  getRecords(
+    shardIterator: string,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<
+    Pick<GetRecordsCommandOutput, 'Records' | 'NextShardIterator' | 'MillisBehindLatest' | 'ChildShards'>
+  >;
+}
+
+/** The Kinesis calls of one stream, named by name or ARN. */
+export class KinesisStream implements StreamReader {
+  readonly client: KinesisClient;
+  readonly identity: StreamIdentity;
+  readonly #clock: Clock;
+  readonly #random: RandomSource;
+  readonly #listShardsAttempts: number;
+
+  constructor(client: KinesisClient, identity: StreamIdentity, options: KinesisStreamOptions) {
+    this.client = client;
+    this.identity = identity;
+    this.#clock = options.clock;
+    this.#random = options.random;
+    this.#listShardsAttempts = options.listShardsAttempts ?? 20;
+  }
+
+  /** A short name for logs. */
+  get name(): string {
+    return 'streamName' in this.identity ? this.identity.streamName : this.identity.streamArn;
+  }
+
+  #streamParameters(): { StreamName: string } | { StreamARN: string } {
+    return 'streamName' in this.identity
+      ? { StreamName: this.identity.streamName }
+      : { StreamARN: this.identity.streamArn };
+  }
+
+  /**
+   * Every shard of the stream (all pages), optionally filtered. Throttling and transient failures are
+   * retried with backoff; other errors are thrown.
+   */
+  async listShards(filter?: ShardFilter, signal?: AbortSignal): Promise<Shard[]> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 5_000, random: this.#random });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#listAllShards(filter, signal);
+      } catch (error) {
+        const kind = classifyKinesisError(error);
+        const retryable = kind === 'throttled' || kind === 'transient';
+        if (!retryable || attempt >= this.#listShardsAttempts || signal?.aborted) throw error;
+        await this.#clock.sleep(backoff.next(), signal);
+      }
+    }
+  }
+
+  async #listAllShards(filter: ShardFilter | undefined, signal: AbortSignal | undefined): Promise<Shard[]> {
+    const shards: Shard[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await this.client.send(
+        nextToken === undefined
+          ? new ListShardsCommand({
+              ...this.#streamParameters(),
+              ...(filter === undefined ? {} : { ShardFilter: filter }),
+            })
+          : new ListShardsCommand({ NextToken: nextToken }),
+        signal === undefined ? {} : { abortSignal: signal },
+      );
+      shards.push(...(page.Shards ?? []));
+      nextToken = page.NextToken;
+    } while (nextToken !== undefined);
+    return shards;
+  }
+
+  async getShardIterator(shardId: string, position: IteratorPosition, signal?: AbortSignal): Promise<string> {
+    const input: GetShardIteratorCommandInput = {
+      ...this.#streamParameters(),
+      ShardId: shardId,
+      ShardIteratorType: position.type,
+      ...(position.type === 'AT_TIMESTAMP' ? { Timestamp: position.timestamp } : {}),
+      ...(position.type === 'AT_SEQUENCE_NUMBER' || position.type === 'AFTER_SEQUENCE_NUMBER'
+        ? { StartingSequenceNumber: position.sequenceNumber }
+        : {}),
+    };
+    const output = await this.client.send(
+      new GetShardIteratorCommand(input),
+      signal === undefined ? {} : { abortSignal: signal },
+    );
+    if (output.ShardIterator === undefined) {
+      throw new Error(`@kcl/consumer: GetShardIterator returned no iterator for ${shardId}`);
+    }
+    return output.ShardIterator;
+  }
+
+  getRecords(shardIterator: string, limit: number, signal?: AbortSignal): Promise<GetRecordsCommandOutput> {
+    return this.client.send(
+      new GetRecordsCommand({
+        ShardIterator: shardIterator,
+        Limit: limit,
+        ...('streamArn' in this.identity ? { StreamARN: this.identity.streamArn } : {}),
+      }),
+      signal === undefined ? {} : { abortSignal: signal },
+    );
+  }
+}

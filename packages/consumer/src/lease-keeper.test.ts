@@ -1,0 +1,180 @@
+import type { KclEvent, Lease, LeaseStore } from '@kcl/core';
+import { ExtendedSequenceNumber, noopLogger } from '@kcl/core';
+import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
+import { describe, expect, it } from 'vitest';
+import { LeaseKeeper } from './lease-keeper.js';
+
+async function setup(options: { store?: LeaseStore; expiry?: number; clock?: ManualClock } = {}) {
+  const clock = options.clock ?? new ManualClock({ monotonic: 1_000 });
+  const store = options.store ?? createMemoryLeaseStore({ applicationName: 'keeper' });
+  const events: KclEvent[] = [];
+  const lost: string[] = [];
+  const keeper = new LeaseKeeper({
+    store,
+    workerId: 'me',
+    leaseExpiryMs: options.expiry ?? 10_000,
+    clock,
+    logger: noopLogger,
+    emit: (event) => events.push(event),
+    onLost: (held, reason) => lost.push(`${held.leaseKey}:${reason}`),
+  });
+  const take = async (leaseKey: string): Promise<Lease> => {
+    const created = await store.createLeaseIfAbsent({
+      leaseKey,
+      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+    });
+    if (!created.ok) throw new Error('create');
+    const taken = await store.takeLease(leaseKey, created.lease.leaseCounter, 'me');
+    if (!taken.ok) throw new Error('take');
+    return taken.lease;
+  };
+  return { clock, store, keeper, events, lost, take };
+}
+
+describe('LeaseKeeper', () => {
+  it('treats a lease as lost the moment its expiry passes without a renewal', async () => {
+    const { clock, keeper, take, lost, events } = await setup({ expiry: 10_000 });
+    const held = keeper.adopt(await take('a'), clock.monotonicNow());
+    await clock.advance(10_000);
+    expect(held.isHeld()).toBe(true);
+    keeper.expireOverdue();
+    expect(lost).toEqual([]);
+    await clock.advance(1);
+    expect(held.isHeld()).toBe(false);
+    keeper.expireOverdue();
+    expect(lost).toEqual(['a:expired']);
+    expect(held.signal.aborted).toBe(true);
+    expect(events).toContainEqual({ type: 'lease-lost', workerId: 'me', leaseKey: 'a', reason: 'expired' });
+  });
+
+  it('measures expiry from when the renewal was sent, not when it returned', async () => {
+    const clock = new ManualClock({ monotonic: 0 });
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'slow' }), { clock });
+    const { keeper, take } = await setup({ store: faulty, expiry: 10_000, clock });
+    const held = keeper.adopt(await take('a'), 0);
+    faulty.faults.setLatency(4_000);
+    await clock.advance(5_000);
+    const renewing = keeper.renewAll();
+    await clock.advance(4_000);
+    expect(await renewing).toEqual({ renewed: 1, lost: 0 });
+    // Sent at 5 000: expires after 15 000 even though it returned at 9 000.
+    await clock.advance(6_000);
+    expect(held.isHeld()).toBe(true);
+    await clock.advance(1);
+    expect(held.isHeld()).toBe(false);
+  });
+
+  it('renews all held leases in one batched call and moves their counters', async () => {
+    const { clock, keeper, take, store } = await setup();
+    const a = keeper.adopt(await take('a'), clock.monotonicNow());
+    const b = keeper.adopt(await take('b'), clock.monotonicNow());
+    await clock.advance(5_000);
+    expect(await keeper.renewAll()).toEqual({ renewed: 2, lost: 0 });
+    expect(a.lease.leaseCounter).toBe(2);
+    expect(b.lease.leaseCounter).toBe(2);
+    expect((await store.getLease('a'))?.leaseCounter).toBe(2);
+    await clock.advance(9_000);
+    expect(a.isHeld()).toBe(true);
+  });
+
+  it('declares a lease lost when another worker took it, and refuses its writes', async () => {
+    const { clock, keeper, take, store, lost } = await setup();
+    const held = keeper.adopt(await take('a'), clock.monotonicNow());
+    const stolen = await store.takeLease('a', held.lease.leaseCounter, 'thief');
+    expect(stolen.ok).toBe(true);
+    expect(await keeper.renewAll()).toEqual({ renewed: 0, lost: 1 });
+    expect(lost).toEqual(['a:taken-by-other']);
+    const write = await keeper.write(held, 'checkpoint', (lease) =>
+      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+        checkpoint: ExtendedSequenceNumber.of('1'),
+      }),
+    );
+    expect(write).toBeNull();
+    expect((await store.getLease('a'))?.owner).toBe('thief');
+  });
+
+  it('serialises a checkpoint with a renewal so neither sees the other as a lost race', async () => {
+    const { clock, keeper, take, store, lost } = await setup();
+    const held = keeper.adopt(await take('a'), clock.monotonicNow());
+    const checkpoint = keeper.write(held, 'checkpoint', (lease) =>
+      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+        checkpoint: ExtendedSequenceNumber.of('7'),
+      }),
+    );
+    const renewal = keeper.renewAll();
+    const [written] = await Promise.all([checkpoint, renewal]);
+    expect(written?.ok).toBe(true);
+    expect(lost).toEqual([]);
+    expect(held.isHeld()).toBe(true);
+    const again = await keeper.renewAll();
+    expect(again).toEqual({ renewed: 1, lost: 0 });
+    expect((await store.getLease('a'))?.checkpoint.toString()).toBe('7');
+  });
+
+  it('recovers a renewal whose first attempt applied although the reply said it lost', async () => {
+    const { clock, keeper, take, store } = await setup();
+    const held = keeper.adopt(await take('a'), clock.monotonicNow());
+    // Simulate a request that applied, then was retried and failed its condition.
+    await store.renewLease('a', held.lease.leaseCounter);
+    const result = await keeper.write(held, 'renew', () =>
+      Promise.resolve({ ok: false, reason: 'counter-mismatch' }),
+    );
+    expect(result?.ok).toBe(true);
+    expect(held.lease.leaseCounter).toBe(2);
+    expect(held.isHeld()).toBe(true);
+  });
+
+  it('reconciles with a listing: a lease now owned by someone else is lost at once', async () => {
+    const { clock, keeper, take, store, lost } = await setup();
+    keeper.adopt(await take('a'), clock.monotonicNow());
+    keeper.adopt(await take('b'), clock.monotonicNow());
+    const current = await store.getLease('a');
+    await store.takeLease('a', current?.leaseCounter ?? 0, 'other');
+    await store.deleteLease('b');
+    keeper.reconcile(await store.listLeases());
+    expect(lost.sort()).toEqual(['a:taken-by-other', 'b:deleted']);
+  });
+
+  it('releases a lease (owner cleared) without reporting it lost', async () => {
+    const { clock, keeper, take, store, lost, events } = await setup();
+    const held = keeper.adopt(await take('a'), clock.monotonicNow());
+    expect(await keeper.release(held)).toBe(true);
+    expect((await store.getLease('a'))?.owner).toBeNull();
+    expect(lost).toEqual([]);
+    expect(held.signal.aborted).toBe(true);
+    expect(events.at(-1)).toEqual({ type: 'lease-released', workerId: 'me', leaseKey: 'a' });
+    expect(keeper.held()).toEqual([]);
+  });
+
+  it('keeps leases through a store outage shorter than the expiry, and loses them after', async () => {
+    const clock = new ManualClock({ monotonic: 0 });
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'outage' }));
+    const lost: string[] = [];
+    const keeper = new LeaseKeeper({
+      store: faulty,
+      workerId: 'me',
+      leaseExpiryMs: 3_000,
+      clock,
+      logger: noopLogger,
+      emit: () => {},
+      onLost: (held, reason) => lost.push(`${held.leaseKey}:${reason}`),
+    });
+    const created = await faulty.createLeaseIfAbsent({
+      leaseKey: 'a',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+    });
+    if (!created.ok) throw new Error('create');
+    const taken = await faulty.takeLease('a', 0, 'me');
+    if (!taken.ok) throw new Error('take');
+    const held = keeper.adopt(taken.lease, 0);
+    faulty.faults.setUnavailable();
+    await clock.advance(1_000);
+    await expect(keeper.renewAll()).rejects.toThrow(/unavailable/);
+    await clock.advance(1_000);
+    await expect(keeper.renewAll()).rejects.toThrow(/unavailable/);
+    expect(held.isHeld()).toBe(true);
+    await clock.advance(1_001);
+    await expect(keeper.renewAll()).resolves.toEqual({ renewed: 0, lost: 0 });
+    expect(lost).toEqual(['a:expired']);
+  });
+});

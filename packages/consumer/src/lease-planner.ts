@@ -1,0 +1,86 @@
+import type { Lease, RandomSource, WorkerRecord } from '@kcl/core';
+import { isLeaseComplete } from '@kcl/core';
+import { createRebalancer } from '@kcl/rebalancer';
+import type { RebalanceFigures } from './metrics/worker-metrics.js';
+
+export interface LeasePlanInput {
+  readonly leases: readonly Lease[];
+  readonly workers: readonly WorkerRecord[];
+  /** Leases this process holds right now. */
+  readonly heldLeaseKeys: ReadonlySet<string>;
+  /** Monotonic time of the listings. */
+  readonly now: number;
+}
+
+export interface LeasePlan {
+  readonly take: ReadonlyArray<{ readonly lease: Lease; readonly stolen: boolean }>;
+  readonly diagnostics: RebalanceFigures;
+}
+
+/** Decides which leases a worker takes each rebalance; keeps expiry memory between rounds. */
+export interface LeasePlanner {
+  plan(input: LeasePlanInput): LeasePlan;
+  /** Tells the planner this worker wrote the lease at `now` (its counter moved because of us). */
+  recordTake(lease: Lease, now: number): void;
+}
+
+export interface LeasePlannerOptions {
+  readonly workerId: string;
+  readonly leaseExpiryMs: number;
+  readonly maxLeasesToSteal: number;
+  readonly maxLeasesForWorker: number;
+  readonly random: RandomSource;
+}
+
+/**
+ * The runtime's view on @kcl/rebalancer. Complete leases are left out: a worker releases a lease once
+ * its shard has ended and its children exist, and the cleanup deletes it later, so nobody needs to
+ * hold it. A lease the store says this worker owns but this process does not hold (a restart with the
+ * same worker id, or a lease given up after a store outage) is offered to it as free.
+ */
+export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
+  const rebalancer = createRebalancer({
+    workerId: options.workerId,
+    leaseExpiryMs: options.leaseExpiryMs,
+    maxLeasesToSteal: Math.max(1, options.maxLeasesToSteal),
+    ...(Number.isFinite(options.maxLeasesForWorker)
+      ? { maxLeasesForWorker: options.maxLeasesForWorker }
+      : {}),
+    random: options.random,
+  });
+  return {
+    plan(input) {
+      const byKey = new Map<string, Lease>();
+      const view: Lease[] = [];
+      for (const lease of input.leases) {
+        if (isLeaseComplete(lease)) continue;
+        byKey.set(lease.leaseKey, lease);
+        const stale = lease.owner === options.workerId && !input.heldLeaseKeys.has(lease.leaseKey);
+        view.push(stale ? { ...lease, owner: null } : lease);
+      }
+      const plan = rebalancer.plan({ leases: view, workers: input.workers, now: input.now });
+      const take: Array<{ lease: Lease; stolen: boolean }> = [];
+      for (const planned of plan.takes) {
+        const lease = byKey.get(planned.leaseKey);
+        if (lease === undefined || planned.complete) continue;
+        if (planned.reason === 'steal' && options.maxLeasesToSteal === 0) continue;
+        take.push({ lease, stolen: planned.reason === 'steal' });
+      }
+      const diagnostics = plan.diagnostics;
+      return {
+        take,
+        diagnostics: {
+          totalLeases: diagnostics.totalLeases,
+          numWorkers: diagnostics.workers.length,
+          expiredLeases: diagnostics.expiredLeases,
+          neededLeases: Math.max(0, diagnostics.target - diagnostics.heldBefore),
+          leasesToTake: take.length,
+          target: diagnostics.target,
+        },
+      };
+    },
+    recordTake(lease, now) {
+      rebalancer.recordTake(lease, now);
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import type { KclEvent } from '@kcl/core';
+import { shardIdOfLeaseKey } from '@kcl/core';
+import type { MetricDatum, MetricsLevel, MetricsSink, MetricUnit } from './metrics-sink.js';
+import { isMetricsLevelEnabled } from './metrics-sink.js';
+
+/** Figures a rebalance reports, for the `TakeLeases` metrics. */
+export interface RebalanceFigures {
+  readonly totalLeases: number;
+  readonly numWorkers: number;
+  readonly expiredLeases: number;
+  readonly neededLeases: number;
+  readonly leasesToTake: number;
+  readonly target: number;
+}
+
+/**
+ * Turns what a worker does into metrics with the Java KCL's names and dimensions, so existing
+ * dashboards and alarms keep working: `ProcessTask` per shard, `ApplicationTracker` for the
+ * application, `RenewAllLeases` and `TakeLeases` per worker.
+ */
+export class WorkerMetrics {
+  readonly #sink: MetricsSink | null;
+  readonly #level: MetricsLevel;
+  readonly #workerId: string;
+  #takenSinceLastRebalance = 0;
+  #lostSinceLastRenewal = 0;
+
+  /** `level` defaults to the sink's own level, else DETAILED (as the Java KCL). NONE records nothing. */
+  constructor(sink: MetricsSink | null, workerId: string, level: MetricsLevel = sink?.level ?? 'DETAILED') {
+    this.#sink = level === 'NONE' ? null : sink;
+    this.#level = level;
+    this.#workerId = workerId;
+  }
+
+  /** The level in force. */
+  get level(): MetricsLevel {
+    return this.#level;
+  }
+
+  #record(
+    name: string,
+    value: number,
+    unit: MetricUnit,
+    dimensions: Readonly<Record<string, string>>,
+    level: 'SUMMARY' | 'DETAILED',
+  ): void {
+    if (this.#sink === null || !isMetricsLevelEnabled(this.#level, level)) return;
+    const datum: MetricDatum = { name, value, unit, dimensions, level };
+    try {
+      this.#sink.record(datum);
+    } catch {
+      // A sink must not throw; if one does anyway, metrics never break processing.
+    }
+  }
+
+  batch(report: {
+    readonly shardId: string;
+    readonly records: number;
+    readonly bytes: number;
+    readonly millisBehindLatest: number;
+    readonly processingMs: number;
+  }): void {
+    const shard = { Operation: 'ProcessTask', ShardId: report.shardId };
+    this.#record('MillisBehindLatest', report.millisBehindLatest, 'Milliseconds', shard, 'SUMMARY');
+    this.#record(
+      'MillisBehindLatest',
+      report.millisBehindLatest,
+      'Milliseconds',
+      { Operation: 'ApplicationTracker' },
+      'SUMMARY',
+    );
+    this.#record('RecordsProcessed', report.records, 'Count', shard, 'SUMMARY');
+    this.#record('DataBytesProcessed', report.bytes, 'Bytes', shard, 'SUMMARY');
+    this.#record(
+      'RecordProcessor.processRecords.Time',
+      report.processingMs,
+      'Milliseconds',
+      shard,
+      'SUMMARY',
+    );
+  }
+
+  getRecords(durationMs: number, _records: number): void {
+    this.#record(
+      'KinesisDataFetcher.getRecords.Time',
+      durationMs,
+      'Milliseconds',
+      { Operation: 'ProcessTask' },
+      'DETAILED',
+    );
+    this.#record(
+      'KinesisDataFetcher.getRecords.Success',
+      1,
+      'Count',
+      { Operation: 'ProcessTask' },
+      'DETAILED',
+    );
+  }
+
+  renewed(
+    result: { readonly renewed: number; readonly lost: number },
+    currentLeases: number,
+    durationMs: number,
+  ): void {
+    const worker = { Operation: 'RenewAllLeases', WorkerIdentifier: this.#workerId };
+    this.#record('CurrentLeases', currentLeases, 'Count', worker, 'SUMMARY');
+    this.#record('LostLeases', result.lost + this.#lostSinceLastRenewal, 'Count', worker, 'SUMMARY');
+    this.#record('Time', durationMs, 'Milliseconds', worker, 'SUMMARY');
+    this.#record('Success', 1, 'Count', worker, 'SUMMARY');
+    this.#lostSinceLastRenewal = 0;
+  }
+
+  leaseLost(): void {
+    this.#lostSinceLastRenewal += 1;
+  }
+
+  leaseTaken(): void {
+    this.#takenSinceLastRebalance += 1;
+  }
+
+  rebalanced(figures: RebalanceFigures): void {
+    const worker = { Operation: 'TakeLeases', WorkerIdentifier: this.#workerId };
+    this.#record('NumWorkers', figures.numWorkers, 'Count', worker, 'SUMMARY');
+    this.#record('ExpiredLeases', figures.expiredLeases, 'Count', worker, 'SUMMARY');
+    this.#record('TakenLeases', this.#takenSinceLastRebalance, 'Count', worker, 'SUMMARY');
+    this.#record('TotalLeases', figures.totalLeases, 'Count', worker, 'DETAILED');
+    this.#record('NeededLeases', figures.neededLeases, 'Count', worker, 'DETAILED');
+    this.#record('LeasesToTake', figures.leasesToTake, 'Count', worker, 'DETAILED');
+    this.#takenSinceLastRebalance = 0;
+  }
+
+  /**
+   * Metrics that follow from consumer events: `ExpiredIterator` (SUMMARY) and the per-checkpoint
+   * `UpdateLease.Success` (DETAILED), both under `ProcessTask` with the shard. Feed it every event.
+   */
+  event(event: KclEvent): void {
+    switch (event.type) {
+      case 'iterator-expired':
+        this.#record('ExpiredIterator', 1, 'Count', this.#shard(event.leaseKey), 'SUMMARY');
+        break;
+      case 'checkpoint-written':
+        this.#record('UpdateLease.Success', 1, 'Count', this.#shard(event.leaseKey), 'DETAILED');
+        break;
+      default:
+        break;
+    }
+  }
+
+  #shard(leaseKey: string): Readonly<Record<string, string>> {
+    return { Operation: 'ProcessTask', ShardId: shardIdOfLeaseKey(leaseKey) };
+  }
+
+  async flush(): Promise<void> {
+    try {
+      await this.#sink?.flush?.();
+    } catch {
+      // Publishing problems are the sink's to report (it logs them); stopping goes on.
+    }
+  }
+}

@@ -1,0 +1,131 @@
+import type { ExtendedSequenceNumber } from '@kcl/core';
+
+/** One record as the processor receives it, after KPL de-aggregation. */
+export interface KinesisRecord {
+  readonly sequenceNumber: string;
+  /** Position inside a KPL aggregated record; 0 for records that were not aggregated. */
+  readonly subSequenceNumber: number;
+  readonly partitionKey: string;
+  /** Set when the producer chose the hash key explicitly (KPL sub-records may carry one). */
+  readonly explicitHashKey: string | null;
+  readonly data: Uint8Array;
+  readonly approximateArrivalTimestamp: Date;
+  readonly encryptionType: string | null;
+  /** True when the record came out of a KPL aggregated record. */
+  readonly aggregated: boolean;
+}
+
+/** Records progress. Every call writes to the lease store, so call it per batch, not per record. */
+export interface Checkpointer {
+  /**
+   * Checkpoints at the last record delivered so far (inside `shardEnded`: at SHARD_END), or at the
+   * given sequence number (and sub-sequence number, for KPL sub-records). A checkpoint may not go
+   * backwards nor past the last delivered record; an invalid one throws `InvalidCheckpointError`, and
+   * one refused because the lease is no longer held throws `LeaseLostError`.
+   */
+  checkpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<void>;
+  /** Checkpoints at a record (its sequence and sub-sequence number). */
+  checkpointRecord(record: Pick<KinesisRecord, 'sequenceNumber' | 'subSequenceNumber'>): Promise<void>;
+  /**
+   * Two-phase checkpointing: stores a pending checkpoint beside the committed one (a new owner sees
+   * it in `initialize`) and returns a handle that commits it later.
+   */
+  prepareCheckpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<PreparedCheckpointer>;
+  /** The last committed checkpoint. */
+  readonly lastCheckpoint: ExtendedSequenceNumber;
+}
+
+export interface PreparedCheckpointer {
+  readonly pendingCheckpoint: ExtendedSequenceNumber;
+  /** Commits the prepared checkpoint. */
+  checkpoint(): Promise<void>;
+}
+
+export interface InitializeInput {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  /** Where processing resumes: the committed checkpoint (a sentinel for a lease never checkpointed). */
+  readonly checkpoint: ExtendedSequenceNumber;
+  /** A checkpoint a previous owner prepared but did not commit. */
+  readonly pendingCheckpoint: ExtendedSequenceNumber | null;
+}
+
+export interface ProcessRecordsInput {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  readonly records: readonly KinesisRecord[];
+  /** How far the shard's newest record is ahead of this batch, as Kinesis reports it. */
+  readonly millisBehindLatest: number;
+  readonly checkpointer: Checkpointer;
+  /**
+   * Aborted when the worker stops delivering to this processor (graceful stop or lost lease). A
+   * processor that waits (for room in a pipeline, say) should stop waiting when it aborts.
+   */
+  readonly signal: AbortSignal;
+}
+
+export interface LeaseLostInput {
+  readonly shardId: string;
+  readonly leaseKey: string;
+}
+
+export interface ShardEndedInput {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  /** Must be used: `await checkpointer.checkpoint()` records SHARD_END so the children can start. */
+  readonly checkpointer: Checkpointer;
+}
+
+export interface ShutdownRequestedInput {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  /** The last chance to checkpoint before the lease is released to another worker. */
+  readonly checkpointer: Checkpointer;
+}
+
+/**
+ * The KCL-style record processor. One instance per lease incarnation: a lease taken again gets a new
+ * instance. Calls to one instance never overlap. Every method may be async.
+ *
+ * Order: `initialize` → `processRecords`* → one of `shardEnded` (the shard was read to its end),
+ * or `shutdownRequested` then `leaseLost` (graceful stop), or `leaseLost` alone (the lease expired or
+ * was taken by another worker; checkpointing is no longer possible).
+ */
+export interface RecordProcessor {
+  initialize?(input: InitializeInput): Promise<void> | void;
+  processRecords(input: ProcessRecordsInput): Promise<void> | void;
+  leaseLost?(input: LeaseLostInput): Promise<void> | void;
+  /**
+   * The shard was read to its end. The processor must checkpoint (SHARD_END) here; until it does the
+   * children of the shard cannot start and this call is retried. When the method is absent, kcl
+   * checkpoints SHARD_END itself.
+   */
+  shardEnded?(input: ShardEndedInput): Promise<void> | void;
+  shutdownRequested?(input: ShutdownRequestedInput): Promise<void> | void;
+}
+
+export interface ProcessorContext {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  readonly workerId: string;
+}
+
+/** Builds the processor of one lease incarnation. */
+export type RecordProcessorFactory = (shardId: string, context: ProcessorContext) => RecordProcessor;
+
+/** What to do with a batch whose `processRecords` threw. */
+export type ProcessingErrorAction = 'retry' | 'skip';
+
+export interface ProcessingErrorContext {
+  readonly shardId: string;
+  readonly leaseKey: string;
+  readonly records: readonly KinesisRecord[];
+  /** 1 for the first failure of this batch. */
+  readonly attempt: number;
+}
+
+/** Decides whether a failed batch is retried (the default) or skipped. */
+export type ProcessingErrorHandler = (
+  error: unknown,
+  context: ProcessingErrorContext,
+) => ProcessingErrorAction | Promise<ProcessingErrorAction>;

@@ -1,0 +1,206 @@
+import type { Shard } from '@aws-sdk/client-kinesis';
+import type { KclEvent } from '@kcl/core';
+import { ExtendedSequenceNumber, noopLogger } from '@kcl/core';
+import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock, MemoryLeaseTable } from '@kcl/testkit';
+import { describe, expect, it } from 'vitest';
+import { resolveConsumerOptions } from './consumer-options.js';
+import type { StreamReader } from './kinesis-stream.js';
+import { createLeasePlanner } from './lease-planner.js';
+import { WorkerMetrics } from './metrics/worker-metrics.js';
+import { Worker } from './worker.js';
+
+const HALF = '170141183460469231731687303715884105727';
+const shards: Shard[] = [
+  {
+    ShardId: 'shardId-000000000000',
+    HashKeyRange: { StartingHashKey: '0', EndingHashKey: HALF },
+    SequenceNumberRange: { StartingSequenceNumber: '1' },
+  },
+  {
+    ShardId: 'shardId-000000000001',
+    HashKeyRange: {
+      StartingHashKey: (BigInt(HALF) + 1n).toString(),
+      EndingHashKey: ((1n << 128n) - 1n).toString(),
+    },
+    SequenceNumberRange: { StartingSequenceNumber: '2' },
+  },
+];
+
+/** A stream of two empty shards: timing tests need leases, not records. */
+const emptyStream: StreamReader = {
+  name: 'empty',
+  listShards: async () => shards,
+  getShardIterator: async (shardId) => `iterator-${shardId}`,
+  getRecords: async (iterator) => ({ Records: [], NextShardIterator: iterator, MillisBehindLatest: 0 }),
+};
+
+const timing = {
+  leaseRenewIntervalMs: 1_000,
+  leaseExpiryMs: 3_000,
+  rebalanceIntervalMs: 2_000,
+  shardSyncIntervalMs: 600_000,
+  leaseCleanupIntervalMs: 600_000,
+  pollIntervalMs: 500,
+};
+
+function buildWorker(workerId: string, clock: ManualClock, table: MemoryLeaseTable, events: KclEvent[] = []) {
+  const store = createFaultyLeaseStore(
+    createMemoryLeaseStore({ applicationName: 'timing', table, now: () => clock.now() }),
+    {
+      clock,
+    },
+  );
+  const random = () => 0.5; // no jitter: intervals are exact
+  const options = resolveConsumerOptions(
+    {
+      streamName: 'empty',
+      applicationName: 'timing',
+      workerId,
+      kinesis: { region: 'us-east-1' },
+      leaseStore: store,
+      initialPosition: 'TRIM_HORIZON',
+      processor: () => ({ processRecords() {} }),
+      ...timing,
+    },
+    random,
+  );
+  const worker = new Worker({
+    options,
+    store,
+    stream: emptyStream,
+    processorFactory: () => ({ processRecords() {} }),
+    onProcessingError: null,
+    planner: createLeasePlanner({
+      workerId,
+      leaseExpiryMs: options.leaseExpiryMs,
+      maxLeasesToSteal: 1,
+      maxLeasesForWorker: Number.POSITIVE_INFINITY,
+      random,
+    }),
+    metrics: new WorkerMetrics(null, workerId),
+    clock,
+    random,
+    logger: noopLogger,
+    emit: (event) => events.push(event),
+    onFatal: () => {},
+  });
+  return { worker, store };
+}
+
+async function start(worker: Worker, clock: ManualClock): Promise<void> {
+  const starting = worker.start();
+  await clock.advance(0);
+  await starting;
+}
+
+describe('worker timing (manual clock)', () => {
+  it('renews its leases every renew interval and heartbeats with them', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    await start(worker, clock);
+    await clock.advance(100);
+    expect(worker.status()).toHaveLength(2);
+    const renewalsAtStart = store.faults.calls('renewLeases');
+    await clock.advance(4_950);
+    expect(store.faults.calls('renewLeases') - renewalsAtStart).toBe(5);
+    expect(store.faults.calls('heartbeatWorker')).toBe(1 + 5);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('rebalances every rebalance interval', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    await start(worker, clock);
+    const listings = store.faults.calls('listWorkers');
+    await clock.advance(10_000);
+    expect(store.faults.calls('listWorkers') - listings).toBe(5);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('takes a dead worker’s lease only after the lease expiry, at the next rebalance', async () => {
+    const clock = new ManualClock();
+    const table = new MemoryLeaseTable();
+    const events: KclEvent[] = [];
+    const seed = createMemoryLeaseStore({ applicationName: 'timing', table });
+    for (const shard of shards) {
+      await seed.createLeaseIfAbsent({
+        leaseKey: shard.ShardId ?? '',
+        checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+        owner: 'dead',
+      });
+    }
+    const { worker } = buildWorker('w1', clock, table, events);
+    await start(worker, clock);
+    const taken = () =>
+      events.flatMap((event) =>
+        event.type === 'lease-taken' ? [{ stolen: event.stolen, owner: event.previousOwner }] : [],
+      );
+    // The dead worker still looks alive (first sight of an owned lease is fresh): w1 evens out by stealing one.
+    expect(taken()).toEqual([{ stolen: true, owner: 'dead' }]);
+    await clock.advance(2_999);
+    expect(taken()).toHaveLength(1);
+    // Rebalances run at 2 000 and 4 000: the one at 4 000 sees the other lease unchanged for 3 s, expired.
+    await clock.advance(1_001);
+    expect(taken()).toEqual([
+      { stolen: true, owner: 'dead' },
+      { stolen: false, owner: 'dead' },
+    ]);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('gives leases up at the exact expiry when the store is unreachable, and takes them back after', async () => {
+    const clock = new ManualClock();
+    const events: KclEvent[] = [];
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable(), events);
+    await start(worker, clock);
+    await clock.advance(1_000); // renewal sent at 1 000 succeeds
+    expect(worker.status()).toHaveLength(2);
+    store.faults.setUnavailable();
+    await clock.advance(3_000); // lease valid through 4 000
+    expect(events.filter((event) => event.type === 'lease-lost')).toHaveLength(0);
+    await clock.advance(2);
+    expect(
+      events
+        .filter((event) => event.type === 'lease-lost')
+        .map((event) => event.type === 'lease-lost' && event.reason),
+    ).toEqual(['expired', 'expired']);
+    await clock.advance(10);
+    expect(worker.status()).toHaveLength(0);
+    store.faults.restore();
+    await clock.advance(2_000);
+    expect(worker.status()).toHaveLength(2);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('releases its leases on a graceful stop so a peer takes them at its next rebalance', async () => {
+    const clock = new ManualClock();
+    const table = new MemoryLeaseTable();
+    const first = buildWorker('w1', clock, table);
+    await start(first.worker, clock);
+    await clock.advance(10);
+    const second = buildWorker('w2', clock, table, []);
+    await start(second.worker, clock);
+    await clock.advance(10);
+    // w2 evened the fleet out by stealing one lease; w1 notices at its next renewal.
+    await clock.advance(1_000);
+    expect([first.worker.status().length, second.worker.status().length]).toEqual([1, 1]);
+    const stopping = first.worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+    const leases = await first.store.listLeases();
+    expect(leases.map((lease) => lease.owner).sort()).toEqual([null, 'w2'].sort());
+    await clock.advance(2_000);
+    expect(second.worker.status()).toHaveLength(2);
+    const stoppingSecond = second.worker.stop(true);
+    await clock.advance(0);
+    await stoppingSecond;
+  });
+});

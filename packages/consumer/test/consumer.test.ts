@@ -1,0 +1,80 @@
+import { ExtendedSequenceNumber, type KclEvent } from '@kcl/core';
+import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConsumer, type KinesisRecord, type RecordProcessor } from '../src/index.js';
+import { createStream, type LocalKinesis, putRecords, startLocalKinesis, until } from './support/kinesis.js';
+
+let kinesis: LocalKinesis;
+
+beforeAll(async () => {
+  kinesis = await startLocalKinesis();
+});
+afterAll(async () => {
+  await kinesis?.stop();
+});
+
+const fast = {
+  leaseRenewIntervalMs: 200,
+  leaseExpiryMs: 700,
+  rebalanceIntervalMs: 150,
+  pollIntervalMs: 50,
+  parentPollIntervalMs: 100,
+  shardSyncIntervalMs: 1_000,
+  leaseCleanupIntervalMs: 1_000,
+} as const;
+
+describe('a single consumer', () => {
+  it('reads every record of every shard in order and checkpoints', async () => {
+    const streamName = 'single-consumer';
+    await createStream(kinesis.client, streamName, 2);
+    const written = Array.from({ length: 300 }, (_, index) => ({
+      partitionKey: `key-${index % 20}`,
+      data: `r${index}`,
+    }));
+    await putRecords(kinesis.client, streamName, written);
+
+    const table = new MemoryLeaseTable();
+    const store = createMemoryLeaseStore({ applicationName: 'app-single', table });
+    const seen: KinesisRecord[] = [];
+    const events: KclEvent[] = [];
+    const consumer = createConsumer({
+      streamName,
+      applicationName: 'app-single',
+      workerId: 'worker-1',
+      kinesis: kinesis.newClient(),
+      leaseStore: store,
+      initialPosition: 'TRIM_HORIZON',
+      ...fast,
+      onEvent: (event) => events.push(event),
+      processor: (): RecordProcessor => ({
+        async processRecords({ records, checkpointer }) {
+          seen.push(...records);
+          await checkpointer.checkpoint();
+        },
+      }),
+    });
+    await consumer.start();
+    await until(() => seen.length >= 300, 20_000, 'all records');
+    await consumer.stop();
+
+    expect(seen.map((record) => Buffer.from(record.data).toString()).sort()).toEqual(
+      written.map((record) => record.data).sort(),
+    );
+    const perKey = new Map<string, number[]>();
+    for (const record of seen) {
+      const index = Number(Buffer.from(record.data).toString().slice(1));
+      perKey.set(record.partitionKey, [...(perKey.get(record.partitionKey) ?? []), index]);
+    }
+    for (const indexes of perKey.values()) expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+    const leases = await store.listLeases();
+    expect(leases).toHaveLength(2);
+    for (const lease of leases) {
+      expect(lease.owner).toBeNull();
+      expect(lease.checkpoint.isSentinel).toBe(false);
+    }
+    expect(events.filter((event) => event.type === 'lease-taken')).toHaveLength(2);
+    expect(events.filter((event) => event.type === 'lease-released')).toHaveLength(2);
+    expect(consumer.status().state).toBe('stopped');
+    expect(ExtendedSequenceNumber.LATEST.isBefore(leases[0]!.checkpoint)).toBe(true);
+  });
+});
