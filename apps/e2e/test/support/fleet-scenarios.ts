@@ -1,0 +1,246 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Lease } from '@kcl/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type OpenedStore, openLeaseStore, type StoreConfig } from '../../src/store-config.js';
+import { FLEET_TIMING, FleetHarness, verify, waitFor } from './harness.js';
+import { byHashKey, startTestStream, type TestStream } from './stream.js';
+
+export interface StoreUnderTest {
+  /** The store config for worker processes; one physical table per test file is fine (applications differ). */
+  readonly config: StoreConfig;
+  teardown(): Promise<void>;
+}
+
+let counter = 0;
+
+/** The fleet tests of ARCHITECTURE §6 / the consumer issue, against one lease store, with workers as OS processes. */
+export function describeFleetScenarios(
+  name: string,
+  setup: () => Promise<StoreUnderTest>,
+  options: { readonly skip?: string | null } = {},
+): void {
+  describe.skipIf(options.skip !== undefined && options.skip !== null)(
+    `fleet on ${name}${options.skip ? ` (skipped: ${options.skip})` : ''}`,
+    () => {
+      let stream: TestStream;
+      let store: StoreUnderTest;
+      const harnesses: FleetHarness[] = [];
+      const opened: OpenedStore[] = [];
+
+      beforeAll(async () => {
+        [stream, store] = await Promise.all([startTestStream(), setup()]);
+      });
+      afterAll(async () => {
+        for (const fleetHarness of harnesses) await fleetHarness.stopAll();
+        for (const handle of opened) await handle.close();
+        await stream?.stop();
+        await store?.teardown();
+      });
+
+      const fleet = async (
+        shards: number,
+      ): Promise<{ harness: FleetHarness; streamName: string; applicationName: string }> => {
+        counter += 1;
+        const streamName = `fleet-${name}-${counter}`;
+        const applicationName = `app-${name}-${counter}-${Date.now()}`;
+        stream.written.length = 0;
+        await stream.create(streamName, shards);
+        const harness = new FleetHarness({
+          dir: mkdtempSync(join(tmpdir(), 'kcl-fleet-')),
+          store: store.config,
+          kinesisEndpoint: stream.emulator.endpoint,
+          streamName,
+          applicationName,
+        });
+        harnesses.push(harness);
+        return { harness, streamName, applicationName };
+      };
+
+      const openStore = (applicationName: string) => {
+        const handle = openLeaseStore(store.config, applicationName);
+        opened.push(handle);
+        return handle.store;
+      };
+
+      const balanced = (fleetHarness: FleetHarness, workers: readonly string[], shards: number) => () => {
+        const counts = workers.map((workerId) => fleetHarness.leasesOf(workerId).size);
+        return (
+          counts.reduce((sum, count) => sum + count, 0) === shards &&
+          Math.max(...counts) - Math.min(...counts) <= 1
+        );
+      };
+
+      it('processes 20 000 records over 200 keys with 3 workers on 4 shards: none lost, in order, none twice', async () => {
+        const { harness: fleetHarness, streamName } = await fleet(4);
+        const workers = ['w1', 'w2', 'w3'];
+        for (const workerId of workers) await fleetHarness.spawn(workerId);
+        await waitFor(balanced(fleetHarness, workers, 4), 20_000, 'an even spread before producing');
+        await stream.produce(streamName, 20_000, 200);
+        await waitFor(() => fleetHarness.distinctCount() >= 20_000, 90_000, 'every record');
+        await fleetHarness.stopAll();
+        const result = verify(stream.written, fleetHarness.processed());
+        expect(result).toEqual({
+          written: 20_000,
+          processedDistinct: 20_000,
+          lost: 0,
+          duplicates: 0,
+          orderViolations: 0,
+        });
+        expect(new Set(fleetHarness.processed().map((line) => line.w))).toEqual(new Set(workers));
+      });
+
+      it('moves a kill -9’d worker’s shards to the others in time, replaying only what it had not checkpointed', async () => {
+        const { harness: fleetHarness, streamName, applicationName } = await fleet(3);
+        const workers = ['w1', 'w2', 'w3'];
+        for (const workerId of workers) await fleetHarness.spawn(workerId);
+        await waitFor(balanced(fleetHarness, workers, 3), 20_000, 'an even spread');
+        let producing = true;
+        const producer = (async () => {
+          while (producing) {
+            await stream.produce(streamName, 150, 150);
+            await new Promise((resolve) => setTimeout(resolve, 40));
+          }
+        })();
+        await waitFor(() => fleetHarness.processedCount() >= 1_500, 30_000, 'records flowing');
+        const victimLeases = [...fleetHarness.leasesOf('w2')];
+        expect(victimLeases.length).toBeGreaterThan(0);
+        const killedAt = await fleetHarness.kill('w2');
+        const leaseStore = openStore(applicationName);
+        const checkpoints = new Map<string, Lease | null>();
+        for (const leaseKey of victimLeases) checkpoints.set(leaseKey, await leaseStore.getLease(leaseKey));
+        await waitFor(
+          () =>
+            victimLeases.every((leaseKey) =>
+              fleetHarness
+                .processed()
+                .some((line) => line.s === leaseKey && line.w !== 'w2' && line.t > killedAt),
+            ),
+          30_000,
+          'the victim’s shards resuming elsewhere',
+        );
+        producing = false;
+        await producer;
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await fleetHarness.stopAll();
+
+        const processed = fleetHarness.processed();
+        const limit =
+          FLEET_TIMING.leaseExpiryMs + FLEET_TIMING.rebalanceIntervalMs * 1.25 + FLEET_TIMING.pollIntervalMs;
+        for (const leaseKey of victimLeases) {
+          const resumed = processed.find(
+            (line) => line.s === leaseKey && line.w !== 'w2' && line.t > killedAt,
+          );
+          // Records keep arriving every ~50 ms, so the first one after the takeover shows when it happened.
+          expect((resumed?.t ?? Number.POSITIVE_INFINITY) - killedAt).toBeLessThan(limit + 2_000);
+        }
+        const result = verify(stream.written, processed);
+        expect(result.lost).toBe(0);
+        expect(result.orderViolations).toBe(0);
+        // Every record processed twice was processed first by the killed worker, after its last checkpoint.
+        const first = new Map<string, (typeof processed)[number]>();
+        for (const line of processed) {
+          const earlier = first.get(line.d);
+          if (earlier === undefined) {
+            first.set(line.d, line);
+            continue;
+          }
+          expect(earlier.w).toBe('w2');
+          const checkpoint = checkpoints.get(earlier.s)?.checkpoint;
+          expect(
+            checkpoint === undefined ||
+              checkpoint.isSentinel ||
+              BigInt(earlier.q) > BigInt(checkpoint.sequenceNumber),
+          ).toBe(true);
+        }
+      });
+
+      it('follows a split, a merge and UpdateShardCount while records flow: every key stays in order', async () => {
+        const { harness: fleetHarness, streamName } = await fleet(2);
+        const workers = ['w1', 'w2', 'w3'];
+        for (const workerId of workers) await fleetHarness.spawn(workerId);
+        let producing = true;
+        const producer = (async () => {
+          while (producing) {
+            await stream.produce(streamName, 100, 100);
+            await new Promise((resolve) => setTimeout(resolve, 30));
+          }
+        })();
+        await waitFor(() => fleetHarness.processedCount() >= 500, 30_000, 'records flowing');
+        const [first, second] = byHashKey(await stream.openShards(streamName));
+        await stream.split(streamName, first?.ShardId ?? '');
+        await waitFor(() => fleetHarness.processedCount() >= 1_500, 30_000, 'records after the split');
+        const children = byHashKey(
+          (await stream.openShards(streamName)).filter((shard) => shard.ParentShardId === first?.ShardId),
+        );
+        await stream.merge(streamName, children[1]?.ShardId ?? '', second?.ShardId ?? '');
+        await waitFor(() => fleetHarness.processedCount() >= 2_500, 30_000, 'records after the merge');
+        await stream.updateShardCount(streamName, 4);
+        await waitFor(() => fleetHarness.processedCount() >= 3_500, 30_000, 'records after UpdateShardCount');
+        producing = false;
+        await producer;
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await fleetHarness.stopAll();
+        const result = verify(stream.written, fleetHarness.processed());
+        expect(result.lost).toBe(0);
+        expect(result.orderViolations).toBe(0);
+        expect(
+          fleetHarness.events.filter((event) => event.type === 'shard-ended').length,
+        ).toBeGreaterThanOrEqual(5);
+      });
+
+      it('hands a gracefully stopped worker’s shards over within two rebalance intervals, processing nothing twice', async () => {
+        const { harness: fleetHarness, streamName } = await fleet(3);
+        const workers = ['w1', 'w2', 'w3'];
+        for (const workerId of workers) await fleetHarness.spawn(workerId);
+        await waitFor(balanced(fleetHarness, workers, 3), 20_000, 'an even spread');
+        let producing = true;
+        const producer = (async () => {
+          while (producing) {
+            await stream.produce(streamName, 150, 150);
+            await new Promise((resolve) => setTimeout(resolve, 40));
+          }
+        })();
+        await waitFor(() => fleetHarness.processedCount() >= 1_000, 30_000, 'records flowing');
+        const leaving = [...fleetHarness.leasesOf('w2')];
+        const stoppedAt = await fleetHarness.stop('w2');
+        await waitFor(
+          () =>
+            leaving.every((leaseKey) =>
+              fleetHarness.events.some(
+                (event) =>
+                  event.type === 'lease-taken' && event.leaseKey === leaseKey && event.at > stoppedAt,
+              ),
+            ),
+          10_000,
+          'the takeover',
+        );
+        const released = Math.max(
+          ...fleetHarness.events
+            .filter((event) => event.type === 'lease-released' && event.workerId === 'w2')
+            .map((event) => event.at),
+        );
+        const taken = Math.max(
+          ...leaving.map((leaseKey) =>
+            Math.min(
+              ...fleetHarness.events
+                .filter(
+                  (event) =>
+                    event.type === 'lease-taken' && event.leaseKey === leaseKey && event.at > stoppedAt,
+                )
+                .map((event) => event.at),
+            ),
+          ),
+        );
+        producing = false;
+        await producer;
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await fleetHarness.stopAll();
+        expect(taken - released).toBeLessThan(2 * FLEET_TIMING.rebalanceIntervalMs * 1.25 + 500);
+        const result = verify(stream.written, fleetHarness.processed());
+        expect(result).toMatchObject({ lost: 0, duplicates: 0, orderViolations: 0 });
+      });
+    },
+  );
+}

@@ -1,0 +1,233 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { StoreConfig } from '../../src/store-config.js';
+import type { ProcessedLine, WorkerProcessConfig } from '../../src/worker-process.js';
+
+const workerScript = join(dirname(fileURLToPath(import.meta.url)), '../../dist/worker-process.js');
+
+export const FLEET_TIMING: WorkerProcessConfig['timing'] = {
+  leaseRenewIntervalMs: 300,
+  leaseExpiryMs: 1_000,
+  rebalanceIntervalMs: 400,
+  pollIntervalMs: 100,
+  parentPollIntervalMs: 200,
+  shardSyncIntervalMs: 2_000,
+  leaseCleanupIntervalMs: 1_000,
+};
+
+export interface FleetEvent {
+  readonly type: string;
+  readonly workerId: string;
+  readonly leaseKey?: string;
+  readonly at: number;
+  readonly [field: string]: unknown;
+}
+
+interface WorkerHandle {
+  readonly workerId: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<unknown>;
+  readonly stderr: string[];
+}
+
+/** Worker processes of one fleet, their events and what they processed. */
+export class FleetHarness {
+  readonly events: FleetEvent[] = [];
+  readonly #workers = new Map<string, WorkerHandle>();
+  readonly #outputs = new Map<string, { offset: number; partial: string; lines: ProcessedLine[] }>();
+
+  constructor(
+    readonly options: {
+      readonly dir: string;
+      readonly store: StoreConfig;
+      readonly kinesisEndpoint: string;
+      readonly streamName: string;
+      readonly applicationName: string;
+      readonly timing?: WorkerProcessConfig['timing'];
+    },
+  ) {}
+
+  /** Starts a worker process and waits until its consumer runs. */
+  async spawn(workerId: string): Promise<void> {
+    const outputFile = join(this.options.dir, `${workerId}.jsonl`);
+    if (!this.#outputs.has(outputFile)) this.#outputs.set(outputFile, { offset: 0, partial: '', lines: [] });
+    const config: WorkerProcessConfig = {
+      workerId,
+      applicationName: this.options.applicationName,
+      streamName: this.options.streamName,
+      kinesisEndpoint: this.options.kinesisEndpoint,
+      store: this.options.store,
+      outputFile,
+      timing: this.options.timing ?? FLEET_TIMING,
+    };
+    const child = spawn(process.execPath, [workerScript, JSON.stringify(config)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    const stderr: string[] = [];
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr.push(chunk.toString());
+      if (stderr.length > 200) stderr.shift();
+    });
+    const exited = once(child, 'exit');
+    const handle: WorkerHandle = { workerId, child, exited, stderr };
+    this.#workers.set(workerId, handle);
+    const ready = new Promise<void>((resolve, reject) => {
+      const lines = createInterface({ input: child.stdout! });
+      lines.on('line', (line) => {
+        let event: FleetEvent;
+        try {
+          event = JSON.parse(line) as FleetEvent;
+        } catch {
+          return;
+        }
+        this.events.push(event);
+        if (event.type === 'ready') resolve();
+      });
+      void exited.then(() =>
+        reject(new Error(`worker ${workerId} exited before it was ready:\n${stderr.join('')}`)),
+      );
+    });
+    await ready;
+  }
+
+  /** kill -9: the worker dies without releasing anything. */
+  async kill(workerId: string): Promise<number> {
+    const handle = this.#workers.get(workerId);
+    if (handle === undefined) throw new Error(`no worker ${workerId}`);
+    const at = performance.timeOrigin + performance.now();
+    handle.child.kill('SIGKILL');
+    await handle.exited;
+    return at;
+  }
+
+  /** SIGTERM: a graceful stop; waits for the process to exit. */
+  async stop(workerId: string): Promise<number> {
+    const handle = this.#workers.get(workerId);
+    if (handle === undefined) throw new Error(`no worker ${workerId}`);
+    const at = performance.timeOrigin + performance.now();
+    if (handle.child.exitCode === null && handle.child.signalCode === null) {
+      handle.child.kill('SIGTERM');
+      const timer = setTimeout(() => handle.child.kill('SIGKILL'), 20_000);
+      await handle.exited;
+      clearTimeout(timer);
+    }
+    return at;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#workers.keys()].map((workerId) => this.stop(workerId)));
+  }
+
+  stderrOf(workerId: string): string {
+    return this.#workers.get(workerId)?.stderr.join('') ?? '';
+  }
+
+  /** Every processed line of every worker, merged by time. Files are read incrementally. */
+  processed(): ProcessedLine[] {
+    const all: ProcessedLine[] = [];
+    for (const [file, state] of this.#outputs) {
+      if (existsSync(file)) {
+        const descriptor = openSync(file, 'r');
+        try {
+          const size = fstatSync(descriptor).size;
+          if (size > state.offset) {
+            const buffer = Buffer.alloc(size - state.offset);
+            readSync(descriptor, buffer, 0, buffer.length, state.offset);
+            state.offset = size;
+            const text = state.partial + buffer.toString('utf8');
+            const lines = text.split('\n');
+            state.partial = lines.pop() ?? '';
+            for (const line of lines) {
+              if (line === '') continue;
+              try {
+                state.lines.push(JSON.parse(line) as ProcessedLine);
+              } catch {
+                // A line cut short by kill -9.
+              }
+            }
+          }
+        } finally {
+          closeSync(descriptor);
+        }
+      }
+      all.push(...state.lines);
+    }
+    return all.sort((a, b) => a.t - b.t);
+  }
+
+  /** How many records were processed, counting repeats (cheap: no sorting). */
+  processedCount(): number {
+    this.processed();
+    let count = 0;
+    for (const state of this.#outputs.values()) count += state.lines.length;
+    return count;
+  }
+
+  /** How many distinct records were processed. */
+  distinctCount(): number {
+    this.processed();
+    const seen = new Set<string>();
+    for (const state of this.#outputs.values()) for (const line of state.lines) seen.add(line.d);
+    return seen.size;
+  }
+
+  leasesOf(workerId: string): Set<string> {
+    const held = new Set<string>();
+    for (const event of this.events) {
+      if (event.workerId !== workerId || event.leaseKey === undefined) continue;
+      if (event.type === 'lease-taken') held.add(event.leaseKey);
+      if (event.type === 'lease-lost' || event.type === 'lease-released') held.delete(event.leaseKey);
+    }
+    return held;
+  }
+}
+
+export interface Verification {
+  readonly written: number;
+  readonly processedDistinct: number;
+  readonly lost: number;
+  readonly duplicates: number;
+  readonly orderViolations: number;
+}
+
+/** Compares what was written with what was processed; `indexOf` gives a record's write order. */
+export function verify(
+  written: ReadonlyArray<{ readonly data: string }>,
+  processed: readonly ProcessedLine[],
+): Verification {
+  const firstSeen = new Map<string, ProcessedLine>();
+  for (const line of processed) if (!firstSeen.has(line.d)) firstSeen.set(line.d, line);
+  let lost = 0;
+  for (const record of written) if (!firstSeen.has(record.data)) lost += 1;
+  const highest = new Map<string, number>();
+  let orderViolations = 0;
+  for (const line of [...firstSeen.values()].sort((a, b) => a.t - b.t)) {
+    const index = Number(line.d.slice(line.d.lastIndexOf('-') + 1));
+    if (index < (highest.get(line.k) ?? -1)) orderViolations += 1;
+    else highest.set(line.k, index);
+  }
+  return {
+    written: written.length,
+    processedDistinct: firstSeen.size,
+    lost,
+    duplicates: processed.length - firstSeen.size,
+    orderViolations,
+  };
+}
+
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
