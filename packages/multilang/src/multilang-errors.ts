@@ -1,0 +1,40 @@
+import { KclError } from '@kcl/core';
+
+/** Why a child process was given up on. */
+export type ChildFailureReason =
+  /** The executable could not be started. */
+  | 'start-failed'
+  /** The child closed its stdout (exited or crashed) while a reply was awaited. */
+  | 'exited'
+  /** The child answered an action with a status for another action. */
+  | 'wrong-status'
+  /** No message within `timeoutInSeconds`. */
+  | 'timeout'
+  /** A message could not be written to the child's stdin. */
+  | 'write-failed'
+  /** The child died holding more unacknowledged records than the replay buffer keeps. */
+  | 'replay-incomplete';
+
+/**
+ * A child process failed. Only its own shard is affected: the child is ended, and the action is
+ * retried with a new child (unless `kcl.exitOnChildFailure` asks for the Java daemon's behaviour).
+ */
+export class MultiLangChildError extends KclError {
+  readonly reason: ChildFailureReason;
+  readonly shardId: string;
+
+  constructor(
+    shardId: string,
+    reason: ChildFailureReason,
+    detail: string,
+    options: { readonly cause?: unknown } = {},
+  ) {
+    // There is no child-process code in @kcl/core's list; SHUTDOWN is the closest: the child is shut down.
+    super('SHUTDOWN', `@kcl/multilang: the child process of shard ${shardId} ${detail}`, {
+      retryable: reason !== 'replay-incomplete',
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+    });
+    this.reason = reason;
+    this.shardId = shardId;
+  }
+}

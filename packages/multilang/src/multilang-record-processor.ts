@@ -1,0 +1,260 @@
+import type {
+  Checkpointer,
+  InitializeInput,
+  ProcessRecordsInput,
+  RecordProcessor,
+  RecordProcessorFactory,
+  ShardEndedInput,
+  ShutdownRequestedInput,
+} from '@kcl/consumer';
+import type { Clock, ExtendedSequenceNumber, Logger } from '@kcl/core';
+import { childLogger } from '@kcl/core';
+import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
+import { ChildSession } from './child-session.js';
+import type { ExecutableCommand } from './executable-command.js';
+import { MultiLangChildError } from './multilang-errors.js';
+import type { ActionMessage, MultiLangAction } from './multilang-protocol.js';
+import { initializeMessage, processRecordsMessage } from './multilang-protocol.js';
+import { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+
+export interface MultiLangProcessorOptions {
+  readonly command: ExecutableCommand;
+  readonly workingDirectory: string;
+  /** The children's environment. */
+  readonly environment: Readonly<Record<string, string | undefined>>;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** `timeoutInSeconds` in ms, or null to wait forever. */
+  readonly messageTimeoutMs: number | null;
+  readonly exitTimeoutMs: number;
+  readonly killTimeoutMs: number;
+  /** Record bytes kept per shard for replaying to a restarted child. */
+  readonly replayBufferMaxBytes: number;
+  /** Told about every child failure (after the child was ended), e.g. to stop like the Java daemon. */
+  readonly onChildFailure?: (error: MultiLangChildError) => void;
+  /** Receives every child session while it runs, so a forced stop can end them all. */
+  readonly sessions?: Set<ChildSession>;
+  readonly launcher?: ChildLauncher;
+  readonly signalChild?: ChildSignaller;
+}
+
+/** The consumer's processor factory: one `MultiLangShardProcessor` (and one child at a time) per lease. */
+export function createMultiLangProcessorFactory(options: MultiLangProcessorOptions): RecordProcessorFactory {
+  return (shardId) => new MultiLangShardProcessor(shardId, options);
+}
+
+/**
+ * Bridges the consumer's `RecordProcessor` calls to a child process.
+ *
+ * Failure handling (the Java daemon exits on any of these): when the child dies, times out or answers
+ * with the wrong status, only this shard is affected. The child is ended and the call throws; the
+ * consumer keeps the lease and retries the call with backoff; the retry starts a new child,
+ * initializes it at the last checkpoint and first replays the records the old child acknowledged but
+ * did not checkpoint, then the batch that failed. Nothing is skipped: every record after the last
+ * checkpoint reaches a child that acknowledges it (at-least-once, as with the Java daemon's restart).
+ */
+export class MultiLangShardProcessor implements RecordProcessor {
+  readonly shardId: string;
+  readonly #options: MultiLangProcessorOptions;
+  readonly #logger: Logger;
+  readonly #replay: ReplayBuffer;
+  #session: ChildSession | null = null;
+  #finished = false;
+
+  constructor(shardId: string, options: MultiLangProcessorOptions) {
+    this.shardId = shardId;
+    this.#options = options;
+    this.#logger = childLogger(options.logger, { shardId });
+    this.#replay = new ReplayBuffer(options.replayBufferMaxBytes);
+  }
+
+  /** The running child, if any (for status and tests). */
+  get session(): ChildSession | null {
+    return this.#session;
+  }
+
+  async initialize(input: InitializeInput): Promise<void> {
+    await this.#startChild(input.checkpoint, null);
+  }
+
+  async processRecords(input: ProcessRecordsInput): Promise<void> {
+    const session = await this.#ensureChild(input.checkpointer);
+    // On a retry the failed child may have checkpointed part of the batch: send only the rest.
+    const records = recordsAfter(input.records, input.checkpointer.lastCheckpoint);
+    if (records.length === 0 && input.records.length > 0) return;
+    await this.#run(session, processRecordsMessage(records, input.millisBehindLatest), input.checkpointer);
+    this.#replay.add({ records, millisBehindLatest: input.millisBehindLatest });
+    this.#replay.prune(input.checkpointer.lastCheckpoint);
+  }
+
+  async shardEnded(input: ShardEndedInput): Promise<void> {
+    const session = await this.#ensureChild(input.checkpointer);
+    await this.#run(session, { action: 'shardEnded' }, input.checkpointer);
+    // As in the Java daemon, the conversation ends here: EOF, then a bounded wait for the exit.
+    this.#session = null;
+    await session.close();
+    if (input.checkpointer.lastCheckpoint.isShardEnd) {
+      this.#finished = true;
+      this.#replay.clear();
+    } else {
+      this.#logger.error(
+        'the child acknowledged shardEnded without checkpointing; the shard cannot finish until it does (checkpoint with no sequence number in shardEnded). Asking a new child again',
+      );
+    }
+  }
+
+  async shutdownRequested(input: ShutdownRequestedInput): Promise<void> {
+    const session = this.#session;
+    if (session === null || !session.alive) {
+      this.#logger.info(
+        'no running child to send shutdownRequested to; the next owner resumes from the last checkpoint',
+      );
+      return;
+    }
+    await this.#run(session, { action: 'shutdownRequested' }, input.checkpointer);
+  }
+
+  async leaseLost(): Promise<void> {
+    this.#finished = true;
+    const session = this.#session;
+    this.#session = null;
+    if (session === null) return;
+    if (!session.alive) {
+      await session.terminate();
+      return;
+    }
+    if (session.busy) {
+      // Only after an unfinished shutdownRequested: there is no way to send another action now.
+      this.#logger.warn('the lease ended while the child was still busy; terminating the child', {
+        pid: session.pid,
+      });
+      await session.terminate();
+      return;
+    }
+    try {
+      await session.exchange({ action: 'leaseLost' }, null);
+      await session.close();
+    } catch (error) {
+      await this.#fail(session, error, 'leaseLost');
+    }
+  }
+
+  /** A child that can take the next action: the running one, or a new one brought up to date. */
+  async #ensureChild(checkpointer: Checkpointer): Promise<ChildSession> {
+    const current = this.#session;
+    if (current?.alive) return current;
+    if (current !== null) {
+      this.#session = null;
+      const exit = await current.terminate();
+      const error = new MultiLangChildError(
+        this.shardId,
+        'exited',
+        `exited between actions (${exit.signal === null ? `exit code ${exit.code}` : `killed by ${exit.signal}`})`,
+      );
+      this.#logger.warn('child died between actions; starting a new one', { error });
+      this.#options.onChildFailure?.(error);
+    }
+    if (!this.#replay.complete) {
+      const error = new MultiLangChildError(
+        this.shardId,
+        'replay-incomplete',
+        `died holding more unacknowledged records than kcl.replayBufferMaxBytes (${this.#options.replayBufferMaxBytes}) keeps; a new child cannot be given all of them. Stop the daemon so the shard resumes from its last checkpoint, checkpoint more often, or raise kcl.replayBufferMaxBytes`,
+      );
+      this.#logger.error('cannot restart the child without skipping records', { error });
+      this.#options.onChildFailure?.(error);
+      throw error;
+    }
+    return this.#startChild(checkpointer.lastCheckpoint, checkpointer);
+  }
+
+  async #startChild(
+    checkpoint: ExtendedSequenceNumber,
+    checkpointer: Checkpointer | null,
+  ): Promise<ChildSession> {
+    if (this.#finished) {
+      throw new Error(`@kcl/multilang: shard ${this.shardId} is finished; no child is started for it`);
+    }
+    const options = this.#options;
+    let session: ChildSession;
+    try {
+      session = await ChildSession.start({
+        shardId: this.shardId,
+        command: options.command,
+        workingDirectory: options.workingDirectory,
+        environment: options.environment,
+        logger: this.#logger,
+        clock: options.clock,
+        messageTimeoutMs: options.messageTimeoutMs,
+        exitTimeoutMs: options.exitTimeoutMs,
+        killTimeoutMs: options.killTimeoutMs,
+        ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
+        ...(options.signalChild === undefined ? {} : { signal: options.signalChild }),
+      });
+    } catch (error) {
+      if (error instanceof MultiLangChildError) options.onChildFailure?.(error);
+      throw error;
+    }
+    this.#session = session;
+    const sessions = options.sessions;
+    if (sessions !== undefined) {
+      sessions.add(session);
+      void session.exited().then(() => sessions.delete(session));
+    }
+    await this.#run(session, initializeMessage(this.shardId, checkpoint), null);
+    if (checkpointer !== null) {
+      const batches = this.#replay.batchesAfter(checkpoint);
+      let replayed = 0;
+      for (const batch of batches) {
+        const records = recordsAfter(batch.records, checkpointer.lastCheckpoint);
+        if (records.length === 0) continue;
+        await this.#run(session, processRecordsMessage(records, batch.millisBehindLatest), checkpointer);
+        replayed += records.length;
+      }
+      this.#replay.prune(checkpointer.lastCheckpoint);
+      if (replayed > 0) {
+        this.#logger.info('replayed unacknowledged records to the new child', {
+          records: replayed,
+          from: checkpoint.toString(),
+        });
+      }
+    }
+    return session;
+  }
+
+  /** One exchange; on any failure the child is ended and the error rethrown. */
+  async #run(
+    session: ChildSession,
+    message: ActionMessage,
+    checkpointer: Checkpointer | null,
+  ): Promise<void> {
+    try {
+      await session.exchange(message, checkpointer);
+    } catch (error) {
+      await this.#fail(session, error, message.action);
+      throw error;
+    }
+  }
+
+  async #fail(session: ChildSession, error: unknown, action: MultiLangAction): Promise<void> {
+    if (this.#session === session) this.#session = null;
+    const exit = await session.terminate();
+    if (this.#finished && action === 'shutdownRequested') {
+      // The lease ended while shutdownRequested was still running, and the child was ended for it.
+      this.#logger.info('the child was ended before it answered shutdownRequested', { pid: session.pid });
+      return;
+    }
+    this.#logger.error(`child failed during ${action}; it was ended`, {
+      pid: session.pid,
+      exitCode: exit.code,
+      exitSignal: exit.signal,
+      error,
+    });
+    const failure =
+      error instanceof MultiLangChildError
+        ? error
+        : new MultiLangChildError(this.shardId, 'exited', `failed during ${action}: ${String(error)}`, {
+            cause: error,
+          });
+    this.#options.onChildFailure?.(failure);
+  }
+}
