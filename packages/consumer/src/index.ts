@@ -11,7 +11,7 @@ export type { Consumer, ConsumerState, ConsumerStatus, StopOptions } from './cre
 export { createConsumer } from './create-consumer.js';
 export type { KinesisErrorKind } from './kinesis-errors.js';
 export { classifyKinesisError } from './kinesis-errors.js';
-export type { DeaggregationResult } from './kpl-deaggregation.js';
+export type { AggregatedRecord, DeaggregationResult, SubRecord } from './kpl-deaggregation.js';
 export { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kpl-deaggregation.js';
 export type {
   CloudWatchMetricsClient,
@@ -29,6 +29,7 @@ export type {
 } from './metrics/metrics-sink.js';
 export { isMetricsLevelEnabled, METRICS_LEVELS } from './metrics/metrics-sink.js';
 export type {
+  LabelName,
   PrometheusMetricMapping,
   PrometheusMetricsSink,
   PrometheusMetricsSinkOptions,
@@ -48,6 +49,7 @@ export type {
   PipelineContext,
   PipelineOptions,
   ProcessorsOptions,
+  ResolvedPipelineOptions,
 } from './pipeline/pipeline-options.js';
 export { PIPELINE_DEFAULTS, pipelineCapacity, validatePipelineOptions } from './pipeline/pipeline-options.js';
 export type { PipelineProcessor, PipelineRuntime } from './pipeline/pipeline-processor.js';
@@ -69,4 +71,5 @@ export type {
   ShardEndedInput,
   ShutdownRequestedInput,
 } from './record-processor.js';
+export type { ShardConsumerState } from './shard-consumer.js';
 export type { LeaseStatus } from './worker.js';

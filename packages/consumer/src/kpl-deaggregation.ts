@@ -97,13 +97,15 @@ function effectiveHashKey(partitionKey: string, explicitHashKey: string | null):
   return /^[0-9]+$/.test(explicitHashKey) ? BigInt(explicitHashKey) : null;
 }
 
-interface SubRecord {
+/** One user record inside a KPL aggregated record. */
+export interface SubRecord {
   readonly partitionKeyIndex: number;
   readonly explicitHashKeyIndex: number | null;
   readonly data: Uint8Array;
 }
 
-interface AggregatedRecord {
+/** A decoded KPL aggregated record: key tables and sub-records. */
+export interface AggregatedRecord {
   readonly partitionKeys: string[];
   readonly explicitHashKeys: string[];
   readonly records: SubRecord[];

@@ -22,7 +22,8 @@ export interface HashRangeAuditResult {
   readonly incompleteLeaseCount: number;
 }
 
-type AuditedLease = Pick<Lease, 'leaseKey' | 'checkpoint' | 'hashKeyRange'>;
+/** What the hole audit reads from a lease. */
+export type AuditedLease = Pick<Lease, 'leaseKey' | 'checkpoint' | 'hashKeyRange'>;
 
 /**
  * One audit of the lease table's coverage, like the Java KCL's periodic auditor: over the leases not at

@@ -1,4 +1,5 @@
 export type {
+  AuditedLease,
   HashRangeAuditorOptions,
   HashRangeAuditResult,
   HashRangeAuditStatus,

@@ -4,7 +4,7 @@ export type { FailureOptions, FaultyLeaseStore, LeaseStoreOperation } from './fa
 export { createFaultyLeaseStore, FaultController } from './faulty-lease-store.js';
 export type { ManualClockOptions } from './manual-clock.js';
 export { ManualClock, settle } from './manual-clock.js';
-export type { MemoryLeaseStore, MemoryLeaseStoreOptions } from './memory-lease-store.js';
+export type { ApplicationState, MemoryLeaseStore, MemoryLeaseStoreOptions } from './memory-lease-store.js';
 export { createMemoryLeaseStore, MemoryLeaseTable } from './memory-lease-store.js';
 export type { ServiceCheck } from './services.js';
 export { checkService, isCi } from './services.js';

@@ -11,7 +11,8 @@ import type {
 } from '@kcl/core';
 import { ConfigurationError, compareLeaseKeys, leaseFromInit, uniqueSorted } from '@kcl/core';
 
-interface ApplicationState {
+/** What a memory table keeps per application. */
+export interface ApplicationState {
   readonly leases: Map<string, Lease>;
   readonly workers: Map<string, WorkerRecord>;
   marker: MigrationMarker | null;

@@ -40,7 +40,8 @@ export interface PrometheusMetricsSink extends MetricsSink {
   readonly registry: PrometheusRegistry;
 }
 
-type LabelName = 'shard_id' | 'worker_id' | 'operation';
+/** The Prometheus labels kcl metrics carry. */
+export type LabelName = 'shard_id' | 'worker_id' | 'operation';
 
 /** How a Java KCL metric appears in Prometheus (name without the prefix). */
 export interface PrometheusMetricMapping {
