@@ -1,0 +1,77 @@
+export type {
+  CutOverOptions,
+  CutOverReport,
+  CutOverStage,
+  LiveMigrationOptions,
+  LiveMigrationProgress,
+  LiveMigrationStartReport,
+  LiveMigrationState,
+  LiveMigrationStatus,
+  LiveWorkerStatus,
+  MoveOutcome,
+  PreflightReport,
+} from './live-migration.js';
+export {
+  abortLiveMigration,
+  cutOverLiveMigration,
+  LiveMigrationRefusedError,
+  liveMigrationStatus,
+  moveLease,
+  preflightCutOver,
+  readLiveMigrationState,
+  startLiveMigration,
+} from './live-migration.js';
+export type {
+  CopyCounts,
+  MigrateLeasesOptions,
+  MigrationOutcome,
+  MigrationPlanSummary,
+  MigrationProgress,
+  MigrationReport,
+} from './migrate-leases.js';
+export { migrateLeases, verifyLeaseCopy } from './migrate-leases.js';
+export type {
+  MigratingLeaseStore,
+  MigratingLeaseStoreOptions,
+  MirrorStatistics,
+} from './migrating-lease-store.js';
+export { createMigratingLeaseStore } from './migrating-lease-store.js';
+export type { LiveMigrationPhase, MarkerTag, SourceMarkerReading } from './migration-phase.js';
+export {
+  isSealedLease,
+  LIVE_MIGRATION_PHASES,
+  MIGRATING_WORKER_METADATA,
+  markerTag,
+  markerTarget,
+  PLACEHOLDER_COUNTER,
+  pendingMarkerText,
+  phaseMarkerText,
+  readSourceMarker,
+  SEAL_OWNER,
+} from './migration-phase.js';
+export { PACKAGE_NAME } from './package-name.js';
+export type {
+  LeaseCopyAction,
+  LeaseDifference,
+  LeaseField,
+  LeaseSetComparison,
+  PlannedLeaseCopy,
+} from './plan-lease-copy.js';
+export {
+  compareLeaseSets,
+  exactCopyOf,
+  LEASE_FIELDS,
+  leaseFieldDifferences,
+  offlineCopyOf,
+  planLeaseCopy,
+  targetAheadReason,
+} from './plan-lease-copy.js';
+export type { LeaseSourceSnapshot, UnreadableLeaseRow } from './read-lease-source.js';
+export { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
+export type {
+  LeaseActivity,
+  SourceActivity,
+  WatchSourceActivityOptions,
+  WorkerActivity,
+} from './watch-source-activity.js';
+export { listWorkersIfPresent, watchSourceActivity } from './watch-source-activity.js';

@@ -1,0 +1,564 @@
+import type { Clock, Lease, LeaseStore, MigrationMarker, WorkerRecord } from '@kcl/core';
+import { compareLeaseKeys, KclError, leaseFromInit, leasesEqual, systemClock } from '@kcl/core';
+import { mapConcurrently } from './map-concurrently.js';
+import type { LiveMigrationPhase, MarkerTag } from './migration-phase.js';
+import {
+  isSealedLease,
+  MIGRATING_WORKER_METADATA,
+  markerTag,
+  pendingMarkerText,
+  phaseMarkerText,
+  readSourceMarker,
+  SEAL_OWNER,
+} from './migration-phase.js';
+import { PACKAGE_NAME } from './package-name.js';
+import { exactCopyOf } from './plan-lease-copy.js';
+import { readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
+import type { SourceActivity } from './watch-source-activity.js';
+import { listWorkersIfPresent, watchSourceActivity } from './watch-source-activity.js';
+
+/** The stores of a live migration and how to reach them. */
+export interface LiveMigrationOptions {
+  readonly from: LeaseStore;
+  readonly to: LeaseStore;
+  /** How the target is named in the source's marker (default: its description). */
+  readonly targetName?: string;
+  /** How the source is named in the target's guard marker (default: its description). */
+  readonly sourceName?: string;
+  readonly clock?: Clock;
+  readonly signal?: AbortSignal;
+  /** Leases copied or moved at once (default 16). */
+  readonly concurrency?: number;
+  readonly onProgress?: (progress: LiveMigrationProgress) => void;
+}
+
+export interface LiveMigrationProgress {
+  readonly stage: 'backfill' | 'moving' | 'sweeping' | 'watching' | 'settling';
+  readonly done: number;
+  readonly total: number;
+}
+
+/** The phase of a live migration as the stores record it. */
+export interface LiveMigrationState {
+  /** From the source's marker; `foreign` when the source was migrated elsewhere. */
+  readonly phase: LiveMigrationPhase | 'foreign';
+  readonly sourceMarker: MigrationMarker | null;
+  readonly targetMarker: MigrationMarker | null;
+  /** True when the target carries the guard marker that keeps plain workers off it. */
+  readonly targetGuarded: boolean;
+}
+
+/** A refusal: the stores are not in a state where the step is safe. Names what to do. */
+export class LiveMigrationRefusedError extends KclError {
+  readonly problems: readonly string[];
+
+  constructor(step: string, problems: readonly string[]) {
+    super(
+      'CONFIGURATION',
+      `${PACKAGE_NAME}: ${step} refused:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+    );
+    this.problems = [...problems];
+  }
+}
+
+export async function readLiveMigrationState(from: LeaseStore, to: LeaseStore): Promise<LiveMigrationState> {
+  const [sourceMarker, targetMarker] = await Promise.all([
+    readMigrationMarker(from),
+    readMigrationMarker(to),
+  ]);
+  const reading = readSourceMarker(sourceMarker, to.description);
+  return {
+    phase: reading.kind === 'phase' ? reading.phase : 'foreign',
+    sourceMarker,
+    targetMarker,
+    targetGuarded: targetMarker !== null && markerTag(targetMarker.migratedTo) === 'pending',
+  };
+}
+
+// ── moving one lease ──────────────────────────────────────────────────────────────────────────────
+
+export type MoveOutcome = 'moved' | 'already-moved' | 'gone' | 'busy';
+
+/**
+ * Makes the target row of a lease an exact copy of the source row (owner and counter included),
+ * unless it already is one. Only safe while the source row is not sealed and nobody else is moving
+ * the lease: the target row is not authoritative then, so replacing it takes nothing from anyone.
+ */
+async function copyExactly(to: LeaseStore, row: Lease, mayReplace: () => Promise<boolean>): Promise<boolean> {
+  const copy = exactCopyOf(row);
+  const current = await to.getLease(row.leaseKey);
+  if (current !== null && leasesEqual(current, leaseFromInit(copy))) return true;
+  if (current !== null) {
+    if (!(await mayReplace())) return false;
+    await to.deleteLease(row.leaseKey);
+  }
+  // Fails when a mirrored write created the row meanwhile; the caller reads again.
+  return (await to.createLeaseIfAbsent(copy)).ok;
+}
+
+/**
+ * Moves one lease: copies the source row exactly into the target, then seals the source row with a
+ * write conditional on the counter that was copied. The seal succeeds only if nobody wrote the
+ * source row since it was read, so at the moment of the seal the target row is exactly the source
+ * row, and the lease's counter goes on in the target from the value it had. Repeats (up to
+ * `attempts` times) while the lease keeps changing under it.
+ */
+export async function moveLease(
+  from: LeaseStore,
+  to: LeaseStore,
+  leaseKey: string,
+  options: { readonly attempts?: number; readonly clock?: Clock; readonly signal?: AbortSignal } = {},
+): Promise<MoveOutcome> {
+  const clock = options.clock ?? systemClock;
+  const attempts = options.attempts ?? 25;
+  for (let attempt = 0; attempt < attempts && options.signal?.aborted !== true; attempt++) {
+    if (attempt > 0) await clock.sleep(Math.min(200, 5 * 2 ** attempt), options.signal);
+    const row = await from.getLease(leaseKey);
+    if (row === null) return 'gone';
+    if (isSealedLease(row)) return 'already-moved';
+    if (!(await copyExactly(to, row, async () => true))) continue;
+    const seal = await from.takeLease(leaseKey, row.leaseCounter, SEAL_OWNER);
+    if (seal.ok) return 'moved';
+  }
+  return 'busy';
+}
+
+// ── starting: guard the target, backfill ─────────────────────────────────────────────────────────
+
+export interface LiveMigrationStartReport {
+  readonly sourceLeases: number;
+  /** Target copies created. */
+  readonly created: number;
+  /** Target copies that were behind and were replaced. */
+  readonly replaced: number;
+  readonly inSync: number;
+  /** Leases that changed while being copied; mirroring or the cut-over brings them over. */
+  readonly changing: number;
+  /** Seals left from an earlier migration that were removed (`force`). */
+  readonly removedSeals: number;
+}
+
+/**
+ * Starts a live migration: guards the target with a marker (a worker started on the plain target
+ * store stops), then copies every source lease exactly into the target. Migrating workers keep the
+ * copies current by mirroring their writes. Safe to run again: only copies that differ are replaced.
+ */
+export async function startLiveMigration(
+  options: LiveMigrationOptions & { readonly force?: boolean },
+): Promise<LiveMigrationStartReport> {
+  const { from, to } = options;
+  const clock = options.clock ?? systemClock;
+  const state = await readLiveMigrationState(from, to);
+  if (state.phase !== 'mirroring') {
+    throw new LiveMigrationRefusedError('starting the live migration', [
+      state.phase === 'foreign'
+        ? `the source is marked as migrated to ${state.sourceMarker?.migratedTo}; clear that marker first if it is wrong`
+        : `the migration is already in phase ${state.phase}; see \`kcl-migrate status\` (or run \`kcl-migrate cutover\` to finish it)`,
+    ]);
+  }
+  await to.ensureSchema();
+  const sourceName = options.sourceName ?? from.description;
+  await to.setMigrationMarker({
+    migratedTo: pendingMarkerText(sourceName),
+    migratedAt: new Date(clock.now()),
+  });
+
+  const rows = await from.listLeases();
+  const seals = rows.filter(isSealedLease);
+  if (seals.length > 0 && options.force !== true) {
+    throw new LiveMigrationRefusedError('starting the live migration', [
+      `${seals.length} source leases (${seals
+        .slice(0, 5)
+        .map((row) => row.leaseKey)
+        .join(
+          ', ',
+        )}${seals.length > 5 ? ', …' : ''}) are sealed by an earlier migration; pass --force to remove those seals`,
+    ]);
+  }
+  for (const seal of seals) await from.deleteLease(seal.leaseKey);
+
+  const leases = rows.filter((row) => !isSealedLease(row));
+  const counts = { created: 0, replaced: 0, inSync: 0, changing: 0 };
+  let done = 0;
+  // A copy is replaced only while the source is still in the mirroring phase: after that the cut-over
+  // owns the target rows.
+  const stillMirroring = async (): Promise<boolean> =>
+    (await readLiveMigrationState(from, to)).phase === 'mirroring';
+  await mapConcurrently(
+    leases,
+    options.concurrency ?? 16,
+    async (lease) => {
+      const before = await to.getLease(lease.leaseKey);
+      const ok = await copyExactly(to, lease, stillMirroring);
+      if (!ok) counts.changing += 1;
+      else if (before === null) counts.created += 1;
+      else if (leasesEqual(before, leaseFromInit(exactCopyOf(lease)))) counts.inSync += 1;
+      else counts.replaced += 1;
+      done += 1;
+      options.onProgress?.({ stage: 'backfill', done, total: leases.length });
+    },
+    options.signal,
+  );
+  return { sourceLeases: leases.length, ...counts, removedSeals: seals.length };
+}
+
+// ── cut-over ─────────────────────────────────────────────────────────────────────────────────────
+
+export interface CutOverOptions extends LiveMigrationOptions {
+  /**
+   * How long to watch the registries and leases before starting, so workers that do not run the
+   * migrating store are found (default 45,001 ms, the consumer's default lease expiry).
+   */
+  readonly watchMs?: number;
+  /** The workers' `phaseRefreshMs` (default 5,000); a larger value advertised in a heartbeat wins. */
+  readonly phaseRefreshMs?: number;
+  /** Added to every wait for a phase to reach all workers: covers calls still in flight (default 2,000 ms). */
+  readonly settleMarginMs?: number;
+  /** Start even when the preflight finds workers that do not run the migrating store. */
+  readonly force?: boolean;
+  /** Passes over the unmoved leases before giving up (default 20). */
+  readonly maxPasses?: number;
+  readonly onStage?: (stage: CutOverStage, detail: string) => void;
+}
+
+export type CutOverStage =
+  | 'preflight'
+  | 'cutover-marked'
+  | 'settling'
+  | 'moving'
+  | 'cleaning'
+  | 'target-marked'
+  | 'sweeping'
+  | 'complete';
+
+export interface CutOverReport {
+  /** The phase the cut-over started from. */
+  readonly startedIn: LiveMigrationPhase;
+  readonly moved: number;
+  readonly alreadyMoved: number;
+  /** Stale target rows (no source lease) that were removed. */
+  readonly removedStaleCopies: number;
+  readonly passes: number;
+  readonly preflight: PreflightReport | null;
+}
+
+export interface PreflightReport {
+  readonly problems: readonly string[];
+  readonly migratingWorkers: readonly string[];
+  readonly activity: SourceActivity;
+}
+
+function isMigratingWorker(worker: Pick<WorkerRecord, 'metadata'>): boolean {
+  return worker.metadata[MIGRATING_WORKER_METADATA.store] === 'migrating';
+}
+
+/**
+ * Finds workers that would not follow the migration: workers heartbeating in either registry without
+ * the migrating store, and source leases written by owners that are not migrating workers (a Java or
+ * plain kcl worker, which would keep using sealed source rows).
+ */
+export async function preflightCutOver(
+  options: CutOverOptions & { readonly watchMs: number },
+): Promise<PreflightReport> {
+  const clock = options.clock ?? systemClock;
+  const watch = (store: LeaseStore) =>
+    watchSourceActivity({
+      store,
+      watchMs: options.watchMs,
+      clock,
+      stopEarly: false,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      onTick: (elapsed, total) =>
+        options.onProgress?.({ stage: 'watching', done: Math.round(elapsed), total: Math.round(total) }),
+    });
+  const [source, target] = await Promise.all([watch(options.from), watch(options.to)]);
+  const problems: string[] = [];
+  const migrating = new Set<string>();
+  for (const worker of [...source.workers, ...target.workers]) {
+    if (isMigratingWorker(worker)) migrating.add(worker.workerId);
+  }
+  for (const worker of source.liveWorkers) {
+    if (!isMigratingWorker(worker)) {
+      problems.push(
+        `worker ${JSON.stringify(worker.workerId)} heartbeats on the source without the migrating store; redeploy it with createMigratingLeaseStore (or stop it)`,
+      );
+    }
+  }
+  for (const worker of target.liveWorkers) {
+    if (!isMigratingWorker(worker)) {
+      problems.push(
+        `worker ${JSON.stringify(worker.workerId)} runs on the plain target store; stop it until the cut-over is complete`,
+      );
+    }
+  }
+  for (const change of source.changedLeases) {
+    const owner = change.owner;
+    if (owner === null || owner === SEAL_OWNER || migrating.has(owner)) continue;
+    problems.push(
+      `source lease ${JSON.stringify(change.leaseKey)} is being written by ${JSON.stringify(owner)}, which does not heartbeat as a migrating worker (a Java KCL or plain worker?)`,
+    );
+  }
+  return { problems, migratingWorkers: [...migrating].sort(compareLeaseKeys), activity: source };
+}
+
+/** The longest phase refresh any migrating worker advertises, and at least `minimum`. */
+async function longestPhaseRefresh(from: LeaseStore, to: LeaseStore, minimum: number): Promise<number> {
+  const workers = [...(await listWorkersIfPresent(from)), ...(await listWorkersIfPresent(to))];
+  let longest = minimum;
+  for (const worker of workers) {
+    const advertised = Number(worker.metadata[MIGRATING_WORKER_METADATA.phaseRefreshMs]);
+    if (isMigratingWorker(worker) && Number.isSafeInteger(advertised))
+      longest = Math.max(longest, advertised);
+  }
+  return longest;
+}
+
+/**
+ * Cuts the fleet over to the target, step by step, and resumes from wherever an earlier run stopped:
+ *
+ * 1. preflight (from `mirroring` only): every live worker must run the migrating store;
+ * 2. the source's marker says `cutover` (plain workers still on the source stop); wait for every
+ *    migrating worker to have read it;
+ * 3. move every lease (copy exactly, then seal the source row), pass after pass, until none is left;
+ *    remove target rows that have no source lease (stale copies);
+ * 4. the source's marker says `target`; wait again, then move any lease a worker created in the
+ *    source before it saw the new phase;
+ * 5. the source's marker says `complete` and the target's guard marker goes: the source is no longer
+ *    used, and plain target workers may start.
+ */
+export async function cutOverLiveMigration(options: CutOverOptions): Promise<CutOverReport> {
+  const { from, to } = options;
+  const clock = options.clock ?? systemClock;
+  const stage = options.onStage ?? (() => undefined);
+  const state = await readLiveMigrationState(from, to);
+  if (state.phase === 'foreign') {
+    throw new LiveMigrationRefusedError('the cut-over', [
+      `the source is marked as migrated to ${state.sourceMarker?.migratedTo}, not to this target`,
+    ]);
+  }
+  const startedIn = state.phase;
+  const targetName = options.targetName ?? to.description;
+  const margin = options.settleMarginMs ?? 2_000;
+  const signal = options.signal;
+  const counts = { moved: 0, alreadyMoved: 0, removedStaleCopies: 0, passes: 0 };
+  let preflight: PreflightReport | null = null;
+
+  const settle = async (why: string): Promise<void> => {
+    const waitMs = (await longestPhaseRefresh(from, to, options.phaseRefreshMs ?? 5_000)) + margin;
+    stage('settling', `waiting ${waitMs} ms ${why}`);
+    const started = clock.monotonicNow();
+    for (;;) {
+      const elapsed = clock.monotonicNow() - started;
+      options.onProgress?.({ stage: 'settling', done: Math.min(elapsed, waitMs), total: waitMs });
+      if (elapsed >= waitMs || signal?.aborted === true) break;
+      await clock.sleep(Math.min(250, waitMs - elapsed), signal);
+    }
+    throwIfAborted(signal);
+  };
+
+  const setSourcePhase = (phase: 'cutover' | 'target' | 'complete') =>
+    from.setMigrationMarker({
+      migratedTo: phaseMarkerText(targetName, phase),
+      migratedAt: new Date(clock.now()),
+    });
+
+  const movePasses = async (which: 'moving' | 'sweeping'): Promise<void> => {
+    const maxPasses = options.maxPasses ?? 20;
+    for (let pass = 1; ; pass++) {
+      throwIfAborted(signal);
+      const pending = (await from.listLeases()).filter((row) => !isSealedLease(row));
+      if (pending.length === 0) return;
+      if (pass > maxPasses) {
+        throw new LiveMigrationRefusedError('the cut-over', [
+          `${pending.length} leases kept changing through ${maxPasses} passes (${pending
+            .slice(0, 5)
+            .map((row) => row.leaseKey)
+            .join(', ')}); run \`kcl-migrate cutover\` again to continue`,
+        ]);
+      }
+      counts.passes += 1;
+      stage(which, `pass ${pass}: ${pending.length} leases to move`);
+      let done = 0;
+      await mapConcurrently(
+        pending,
+        options.concurrency ?? 16,
+        async (row) => {
+          const outcome = await moveLease(from, to, row.leaseKey, { clock, ...(signal ? { signal } : {}) });
+          if (outcome === 'moved') counts.moved += 1;
+          else if (outcome === 'already-moved') counts.alreadyMoved += 1;
+          done += 1;
+          options.onProgress?.({ stage: which, done, total: pending.length });
+        },
+        signal,
+      );
+    }
+  };
+
+  if (startedIn === 'mirroring') {
+    const watchMs = options.watchMs ?? 45_001;
+    stage(
+      'preflight',
+      `watching both stores for ${watchMs} ms for workers that do not run the migrating store`,
+    );
+    preflight = await preflightCutOver({ ...options, watchMs });
+    throwIfAborted(signal);
+    if (preflight.problems.length > 0 && options.force !== true) {
+      throw new LiveMigrationRefusedError('the cut-over', [
+        ...preflight.problems,
+        'nothing was changed; fix the above and run `kcl-migrate cutover` again (--force skips this check)',
+      ]);
+    }
+    if (!(await readLiveMigrationState(from, to)).targetGuarded) {
+      await to.ensureSchema();
+      await to.setMigrationMarker({
+        migratedTo: pendingMarkerText(options.sourceName ?? from.description),
+        migratedAt: new Date(clock.now()),
+      });
+    }
+    await setSourcePhase('cutover');
+    stage('cutover-marked', 'the source marker now says cutover');
+    await settle('for every worker to read the cutover phase');
+  }
+  if (startedIn === 'mirroring' || startedIn === 'cutover') {
+    await movePasses('moving');
+    const sourceKeys = new Set((await from.listLeases()).map((row) => row.leaseKey));
+    for (const copy of (await readLeasesIfPresent(to)).leases) {
+      if (!sourceKeys.has(copy.leaseKey)) {
+        await to.deleteLease(copy.leaseKey);
+        counts.removedStaleCopies += 1;
+      }
+    }
+    stage('cleaning', `removed ${counts.removedStaleCopies} stale target copies`);
+    await setSourcePhase('target');
+    stage('target-marked', 'every lease lives in the target; new leases are created there');
+  }
+  if (startedIn !== 'complete') {
+    await settle('for every worker to read the target phase');
+    await movePasses('sweeping');
+    await setSourcePhase('complete');
+    // Only now may plain target workers start: no worker creates leases in the source any more.
+    await to.setMigrationMarker(null);
+  }
+  stage('complete', 'every lease lives in the target; the source is no longer used');
+  return { startedIn, ...counts, preflight };
+}
+
+// ── status and abort ─────────────────────────────────────────────────────────────────────────────
+
+export interface LiveWorkerStatus {
+  readonly workerId: string;
+  /** Which registries list it. */
+  readonly registries: readonly ('source' | 'target')[];
+  readonly migrating: boolean;
+  /** The phase it last reported (migrating workers only). */
+  readonly phase: string | null;
+  readonly heartbeat: number;
+  readonly lastHeartbeatAt: Date;
+}
+
+export interface LiveMigrationStatus extends LiveMigrationState {
+  readonly sourceTag: MarkerTag | null;
+  readonly sourceLeases: number;
+  readonly sealedLeases: number;
+  readonly unmovedLeases: number;
+  /** Unmoved leases whose target copy is exact (counter and owner included). */
+  readonly copiesInSync: number;
+  readonly copiesBehind: number;
+  readonly copiesMissing: number;
+  /** Target rows, including moved leases. */
+  readonly targetLeases: number;
+  readonly workers: readonly LiveWorkerStatus[];
+  readonly nextStep: string;
+}
+
+/** Where a live migration stands: phase, leases moved and in sync, workers and what they run. */
+export async function liveMigrationStatus(options: LiveMigrationOptions): Promise<LiveMigrationStatus> {
+  const { from, to } = options;
+  const state = await readLiveMigrationState(from, to);
+  const source = await readLeasesIfPresent(from);
+  const target = await readLeasesIfPresent(to);
+  const copies = new Map(target.leases.map((lease) => [lease.leaseKey, lease]));
+  let sealedLeases = 0;
+  let copiesInSync = 0;
+  let copiesBehind = 0;
+  let copiesMissing = 0;
+  for (const row of source.leases) {
+    if (isSealedLease(row)) {
+      sealedLeases += 1;
+      continue;
+    }
+    const copy = copies.get(row.leaseKey);
+    if (copy === undefined) copiesMissing += 1;
+    else if (leasesEqual(copy, leaseFromInit(exactCopyOf(row)))) copiesInSync += 1;
+    else copiesBehind += 1;
+  }
+  const workers = new Map<string, LiveWorkerStatus>();
+  for (const [registry, store] of [
+    ['source', from],
+    ['target', to],
+  ] as const) {
+    for (const worker of await listWorkersIfPresent(store)) {
+      const known = workers.get(worker.workerId);
+      workers.set(worker.workerId, {
+        workerId: worker.workerId,
+        registries: [...(known?.registries ?? []), registry],
+        migrating: (known?.migrating ?? false) || isMigratingWorker(worker),
+        phase: known?.phase ?? worker.metadata[MIGRATING_WORKER_METADATA.phase] ?? null,
+        heartbeat: known?.heartbeat ?? worker.heartbeat,
+        lastHeartbeatAt: known?.lastHeartbeatAt ?? worker.lastHeartbeatAt,
+      });
+    }
+  }
+  const unmovedLeases = source.leases.length - sealedLeases;
+  return {
+    ...state,
+    sourceTag: state.sourceMarker === null ? null : markerTag(state.sourceMarker.migratedTo),
+    sourceLeases: source.leases.length,
+    sealedLeases,
+    unmovedLeases,
+    copiesInSync,
+    copiesBehind,
+    copiesMissing,
+    targetLeases: target.leases.length,
+    workers: [...workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId)),
+    nextStep: nextStep(state, unmovedLeases),
+  };
+}
+
+function nextStep(state: LiveMigrationState, unmoved: number): string {
+  switch (state.phase) {
+    case 'foreign':
+      return 'the source was migrated to another store; nothing to do here';
+    case 'mirroring':
+      return state.targetGuarded
+        ? 'deploy createMigratingLeaseStore to every worker, then run `kcl-migrate cutover`'
+        : 'run `kcl-migrate --live` to guard and backfill the target';
+    case 'cutover':
+      return `the cut-over was interrupted with ${unmoved} leases still to move; run \`kcl-migrate cutover\` again`;
+    case 'target':
+      return 'the cut-over is finishing (plain target workers must wait for complete); run `kcl-migrate cutover` again to complete it';
+    case 'complete':
+      return 'complete: redeploy the workers with the plain target store at your pace; the source is no longer used';
+  }
+}
+
+/**
+ * Abandons a live migration that has not been cut over: clears the target's guard marker. The
+ * target's copies stay (an offline copy or a later live migration replaces them); workers still run
+ * the migrating store until redeployed, which is harmless while the source is authoritative.
+ */
+export async function abortLiveMigration(options: LiveMigrationOptions): Promise<void> {
+  const state = await readLiveMigrationState(options.from, options.to);
+  if (state.phase !== 'mirroring') {
+    throw new LiveMigrationRefusedError('aborting the live migration', [
+      `the migration is in phase ${state.phase}: leases have been moved, so the source is no longer authoritative; finish it with \`kcl-migrate cutover\` (and migrate back if needed)`,
+    ]);
+  }
+  if (state.targetGuarded) await options.to.setMigrationMarker(null);
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) {
+    throw new KclError('SHUTDOWN', `${PACKAGE_NAME}: interrupted; run the same command again to continue`);
+  }
+}
