@@ -16,7 +16,8 @@ export type StoreConfig =
       readonly kind: 'dynamo';
       readonly endpoint: string;
       readonly region: string;
-      readonly tableName: string;
+      /** Absent: the Java layout's default, a table named after the application. */
+      readonly tableName?: string;
     };
 
 export interface OpenedStore {
@@ -54,7 +55,11 @@ export function openLeaseStore(config: StoreConfig, applicationName: string): Op
         credentials: { accessKeyId: 'AKIAKCLLOCALTESTING0', secretAccessKey: 'kcl-local-secret' },
       });
       return {
-        store: createDynamoLeaseStore({ client, tableName: config.tableName, applicationName }),
+        store: createDynamoLeaseStore({
+          client,
+          applicationName,
+          ...(config.tableName === undefined ? {} : { tableName: config.tableName }),
+        }),
         close: async () => client.destroy(),
       };
     }

@@ -313,6 +313,7 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
         ensureTable({ ...common, definition: leaseTable }),
         ensureTable({ ...common, definition: workerTable }),
       ]);
+      if (layout === 'java') await registry.claimTable(leaseTable.tableName);
     },
 
     async createLeaseIfAbsent(init: LeaseInit) {

@@ -32,6 +32,12 @@ export const WORKER_ATTRIBUTES = Object.freeze({
 export const WORKER_ENTRY_PREFIX = 'worker:';
 /** Range key of the migration marker. It has no `worker:` prefix, so no worker id can reach it. */
 export const MIGRATION_MARKER_ENTRY = 'migration-marker';
+/**
+ * Where a Java-layout lease table records the one application it belongs to: a partition of the
+ * registry that no application's entries use (they are keyed by application name and prefixed entries).
+ */
+export const TABLE_OWNER_PARTITION = 'kcl:table';
+export const TABLE_OWNER_ENTRY = 'java-layout-owner';
 
 export interface DynamoWorkerRegistryOptions {
   readonly client: DynamoDBClient;
@@ -49,6 +55,12 @@ export interface DynamoWorkerRegistry {
   remove(workerId: string): Promise<void>;
   getMarker(): Promise<MigrationMarker | null>;
   setMarker(marker: MigrationMarker | null): Promise<void>;
+  /**
+   * Records this application as the owner of a Java-layout lease table, or fails when another
+   * application already owns it: that layout has no application column, so two applications on one
+   * table would read and take each other's leases.
+   */
+  claimTable(leaseTableName: string): Promise<void>;
 }
 
 /**
@@ -200,6 +212,43 @@ export function createDynamoWorkerRegistry(options: DynamoWorkerRegistryOptions)
         );
       }
       return Object.freeze({ migratedTo, migratedAt: new Date(migratedAt) });
+    },
+
+    async claimTable(leaseTableName) {
+      const ownerKey: DynamoItem = {
+        [WORKER_ATTRIBUTES.applicationName]: { S: TABLE_OWNER_PARTITION },
+        [WORKER_ATTRIBUTES.entryKey]: { S: TABLE_OWNER_ENTRY },
+      };
+      try {
+        await client.send(
+          new PutItemCommand({
+            TableName: definition.tableName,
+            Item: { ...ownerKey, owner: { S: applicationName } },
+            ConditionExpression: 'attribute_not_exists(#owner) OR #owner = :owner',
+            ExpressionAttributeNames: { '#owner': 'owner' },
+            ExpressionAttributeValues: { ':owner': { S: applicationName } },
+          }),
+        );
+      } catch (error) {
+        if ((error as { name?: string }).name !== 'ConditionalCheckFailedException') {
+          throw mapDynamoError(error, {
+            operation: 'PutItem (claim the lease table)',
+            table: definition,
+            billing,
+          });
+        }
+        const output = await send('GetItem (lease table owner)', () =>
+          client.send(
+            new GetItemCommand({ TableName: definition.tableName, Key: ownerKey, ConsistentRead: true }),
+          ),
+        );
+        const owner = output.Item?.owner?.S ?? '(unknown)';
+        throw new LeaseStoreError(
+          PACKAGE_NAME,
+          `${PACKAGE_NAME}: lease table ${JSON.stringify(leaseTableName)} already holds the leases of application ${JSON.stringify(owner)}, not ${JSON.stringify(applicationName)}. In the Java-compatible layout a table belongs to one application (its default name is the application name): drop the tableName option, or use layout: 'shared' to keep several applications in one table.`,
+          { retryable: false, code: 'CONFIGURATION' },
+        );
+      }
     },
 
     async setMarker(marker) {

@@ -181,3 +181,43 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
     );
   });
 });
+
+describe.skipIf(!quick.check.available)('one application per Java-layout table', () => {
+  it('refuses a second application on a Java-layout table, naming the owner and the fix', async () => {
+    const client = quick.client();
+    const first = createDynamoLeaseStore({
+      client,
+      applicationName: 'orders-billing',
+      tableName: 'shared-by-mistake',
+    });
+    const second = createDynamoLeaseStore({
+      client,
+      applicationName: 'orders-search',
+      tableName: 'shared-by-mistake',
+    });
+    await first.ensureSchema();
+    await first.ensureSchema();
+    const error = await second.ensureSchema().then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect((error as LeaseStoreError).retryable).toBe(false);
+    expect((error as Error).message).toContain('already holds the leases of application "orders-billing"');
+    expect((error as Error).message).toContain("layout: 'shared'");
+    // The shared layout keeps several applications in one table.
+    const sharedA = createDynamoLeaseStore({
+      client,
+      applicationName: 'a',
+      tableName: 'really-shared',
+      layout: 'shared',
+    });
+    const sharedB = createDynamoLeaseStore({
+      client,
+      applicationName: 'b',
+      tableName: 'really-shared',
+      layout: 'shared',
+    });
+    await expect(Promise.all([sharedA.ensureSchema(), sharedB.ensureSchema()])).resolves.toBeDefined();
+  });
+});

@@ -243,9 +243,12 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
       new ScanCommand({ TableName: `${tableName}-kcl-workers`, ConsistentRead: true }),
     );
     expect((workers.Items ?? []).map((item) => item.entryKey?.S).sort()).toEqual([
+      'java-layout-owner',
       'migration-marker',
       'worker:kcl-worker',
     ]);
+    const owner = (workers.Items ?? []).find((item) => item.entryKey?.S === 'java-layout-owner');
+    expect(owner).toMatchObject({ applicationName: { S: 'kcl:table' }, owner: { S: tableName } });
     const worker = (workers.Items ?? []).find((item) => item.entryKey?.S === 'worker:kcl-worker');
     expect(worker).toMatchObject({
       applicationName: { S: tableName },

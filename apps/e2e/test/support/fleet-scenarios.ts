@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Lease } from '@kcl/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type OpenedStore, openLeaseStore, type StoreConfig } from '../../src/store-config.js';
 import { FLEET_TIMING, FleetHarness, verify, waitFor } from './harness.js';
 import { byHashKey, startTestStream, type TestStream } from './stream.js';
@@ -32,6 +32,9 @@ export function describeFleetScenarios(
       beforeAll(async () => {
         [stream, store] = await Promise.all([startTestStream(), setup()]);
       });
+      afterEach(async () => {
+        for (const fleetHarness of harnesses) await fleetHarness.stopAll();
+      });
       afterAll(async () => {
         for (const fleetHarness of harnesses) await fleetHarness.stopAll();
         for (const handle of opened) await handle.close();
@@ -55,6 +58,21 @@ export function describeFleetScenarios(
           applicationName,
         });
         harnesses.push(harness);
+        onTestFailed(() => {
+          // Show what the fleet was doing when the test failed.
+          const lines = harness.processed();
+          process.stderr.write(
+            `fleet diagnostics: written ${stream.written.length}, processed ${lines.length}, distinct ${new Set(lines.map((line) => line.d)).size}\n` +
+              `last events:\n${harness.events
+                .slice(-30)
+                .map((event) => `  ${event.workerId} ${event.type} ${event.leaseKey ?? ''}`)
+                .join('\n')}\n`,
+          );
+          for (const workerId of ['w1', 'w2', 'w3']) {
+            const stderr = harness.stderrOf(workerId);
+            if (stderr !== '') process.stderr.write(`${workerId} stderr:\n${stderr.slice(-3_000)}\n`);
+          }
+        });
         return { harness, streamName, applicationName };
       };
 
