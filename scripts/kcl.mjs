@@ -2,7 +2,7 @@
 // Entry point for the two README commands. It needs only Node.js and npm: pnpm is fetched at the
 // version package.json pins (through npx, without a global install), then the workspace is installed
 // from the lockfile and the task runs.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +37,12 @@ switch (task) {
   case 'demo':
     pnpm('install', '--frozen-lockfile');
     pnpm('exec', 'turbo', 'run', 'build', '--filter=@kcl/demo...', '--output-logs=errors-only');
-    run(process.execPath, [join(root, 'apps/demo/dist/main.js'), ...rest]);
+    {
+      // The demo cleans up after Ctrl-C (workers, emulators, temp files): wait for it instead of exiting first.
+      const demo = spawn(process.execPath, [join(root, 'apps/demo/dist/main.js'), ...rest], { cwd: root, stdio: 'inherit', env });
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
+      demo.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 130)));
+    }
     break;
   default:
     console.log('usage: npm test | npm run demo -- [demo options]');

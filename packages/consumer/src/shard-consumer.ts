@@ -1,6 +1,6 @@
 import type { ChildShard } from '@aws-sdk/client-kinesis';
 import type { Clock, KclEvent, Lease, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { ExtendedSequenceNumber, LeaseLostError, shardIdOfLeaseKey } from '@kcl/core';
 import {
   checkParentReadiness,
   childShardFromKinesis,
@@ -348,6 +348,8 @@ export class ShardConsumer {
         this.#report(records, batch, clock.monotonicNow() - started, droppedAggregates);
         return true;
       } catch (error) {
+        // A checkpoint refused because the lease is gone ends delivery: there is nothing to retry.
+        if (error instanceof LeaseLostError || !held.isHeld()) return false;
         const action = await this.#decide(error, records, attempt);
         this.#deps.emit({
           type: 'processing-error',

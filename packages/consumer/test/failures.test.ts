@@ -68,6 +68,44 @@ describe('failures', () => {
     expect(lease?.checkpoint.isSentinel).toBe(false);
   });
 
+  it('stops delivering, without a processing error, when a checkpoint finds the lease taken', async () => {
+    await createStream(kinesis.client, 'taken-away', 1);
+    await putRecords(kinesis.client, 'taken-away', data(10));
+    const store = createMemoryLeaseStore({ applicationName: 'taken-away' });
+    const events: KclEvent[] = [];
+    let deliveries = 0;
+    let lostCalls = 0;
+    const consumer = createConsumer({
+      streamName: 'taken-away',
+      applicationName: 'taken-away',
+      workerId: 'victim',
+      kinesis: kinesis.newClient(),
+      leaseStore: store,
+      initialPosition: 'TRIM_HORIZON',
+      ...FAST_TIMING,
+      rebalanceIntervalMs: 60_000,
+      onEvent: (event) => events.push(event),
+      processor: () => ({
+        async processRecords({ checkpointer }) {
+          deliveries += 1;
+          const [lease] = await store.listLeases();
+          if (lease !== undefined) await store.takeLease(lease.leaseKey, lease.leaseCounter, 'thief');
+          await checkpointer.checkpoint();
+        },
+        leaseLost() {
+          lostCalls += 1;
+        },
+      }),
+    });
+    await consumer.start();
+    await until(() => lostCalls === 1, 10_000, 'leaseLost');
+    await consumer.stop();
+    expect(deliveries).toBe(1);
+    expect(events.filter((event) => event.type === 'processing-error')).toEqual([]);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'lease-lost', reason: 'taken-by-other' }));
+    expect((await store.listLeases())[0]?.owner).toBe('thief');
+  });
+
   it('skips a failing batch when onProcessingError says so', async () => {
     await createStream(kinesis.client, 'skips', 1);
     await putRecords(kinesis.client, 'skips', data(10));

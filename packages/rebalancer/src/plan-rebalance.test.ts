@@ -141,6 +141,15 @@ describe('planRebalance: stealing', () => {
     expect(result.diagnostics.heldAfter).toBeLessThanOrEqual(result.diagnostics.target);
   });
 
+  it('steals a lease its owner has checkpointed since taking it before one it has just taken', () => {
+    for (const draw of [0, 0.5, 0.99]) {
+      const fresh = held('a', 3).map((candidate) => ({ ...candidate, ownerSwitchesSinceCheckpoint: 1 }));
+      const settled = { ...lease('a'), ownerSwitchesSinceCheckpoint: 0 };
+      const result = plan({ leases: [...fresh, settled], liveWorkerIds: ['a'], random: () => draw });
+      expect(result.takes.map((take) => [take.leaseKey, take.reason])).toEqual([[settled.leaseKey, 'steal']]);
+    }
+  });
+
   it('steals only from the single most loaded worker', () => {
     const leases = [...held('a', 9), ...held('b', 8), ...held('c', 1)];
     const result = plan({ leases, maxLeasesToSteal: 10 });

@@ -1,8 +1,12 @@
 import type { Lease, RandomSource } from '@kcl/core';
 import { shuffled } from './random-choice.js';
 
-/** What the planner reads from a lease. */
-export type PlannedLease = Pick<Lease, 'leaseKey' | 'owner' | 'leaseCounter' | 'checkpoint'>;
+/**
+ * What the planner reads from a lease. `ownerSwitchesSinceCheckpoint`, when given, lets steals prefer
+ * leases whose owner has checkpointed since it took them.
+ */
+export type PlannedLease = Pick<Lease, 'leaseKey' | 'owner' | 'leaseCounter' | 'checkpoint'> &
+  Partial<Pick<Lease, 'ownerSwitchesSinceCheckpoint'>>;
 
 export interface RebalanceInput {
   /** The worker that plans (and will take). */
@@ -176,8 +180,12 @@ export function planRebalance(input: RebalanceInput): RebalancePlan {
     const aboveTarget = mostLoadedCount - target;
     const allowance = aboveTarget > 0 ? aboveTarget : aboveTarget === 0 && deficit > 1 ? 1 : 0;
     const count = Math.min(deficit, input.maxLeasesToSteal, allowance);
-    const victimLeases = heldByOwner.get(mostLoadedWorker) ?? [];
-    for (const lease of shuffled(victimLeases, input.random).slice(0, count)) {
+    // Prefer leases the victim has checkpointed since it took them: stealing one it has just taken,
+    // before its first checkpoint, makes the thief redo everything the victim did with it.
+    const victimLeases = shuffled(heldByOwner.get(mostLoadedWorker) ?? [], input.random);
+    const settled = victimLeases.filter((lease) => (lease.ownerSwitchesSinceCheckpoint ?? 0) === 0);
+    const unsettled = victimLeases.filter((lease) => (lease.ownerSwitchesSinceCheckpoint ?? 0) !== 0);
+    for (const lease of [...settled, ...unsettled].slice(0, count)) {
       takes.push(takeOf(lease, 'steal', false));
       stolen += 1;
     }

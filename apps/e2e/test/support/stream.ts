@@ -68,7 +68,7 @@ export async function startTestStream(): Promise<TestStream> {
       await waitActive(name);
     },
     async produce(name, count, keys) {
-      const batchSize = Math.min(keys, 500);
+      const batchSize = Math.min(keys, 100);
       for (let start = 0; start < count; start += batchSize) {
         const batch = Array.from({ length: Math.min(batchSize, count - start) }, (_, offset) => {
           const index = written.length + offset;

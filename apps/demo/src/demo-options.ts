@@ -1,0 +1,190 @@
+import { parseArgs } from 'node:util';
+
+export type DemoStoreKind = 'sqlite' | 'postgres' | 'dynamo-local';
+
+export const DEMO_STORE_KINDS: readonly DemoStoreKind[] = ['sqlite', 'postgres', 'dynamo-local'];
+
+export interface DemoOptions {
+  /** How long the script runs, from the first record written to the last, in seconds (startup and drain come on top). */
+  readonly durationSeconds: number;
+  readonly workers: number;
+  readonly shards: number;
+  readonly store: DemoStoreKind;
+  /** The PostgreSQL server for `--store postgres`; the demo creates and drops a throwaway database on it. */
+  readonly postgresUrl: string;
+  /** Records written per second. */
+  readonly rate: number;
+  /** Distinct partition keys. */
+  readonly keys: number;
+  /** True: redraw the view in place. False: plain timestamped lines. Null: decide by whether stdout is a terminal. */
+  readonly tty: boolean | null;
+  /** Keep the run directory (SQLite file, what each worker processed) instead of removing it. */
+  readonly keep: boolean;
+  readonly help: boolean;
+}
+
+export const DEMO_DEFAULTS: DemoOptions = {
+  durationSeconds: 60,
+  workers: 3,
+  shards: 4,
+  store: 'sqlite',
+  postgresUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+  rate: 200,
+  keys: 200,
+  tty: null,
+  keep: false,
+  help: false,
+};
+
+export const DEMO_LIMITS = {
+  durationSeconds: { min: 20, max: 3_600 },
+  workers: { min: 2, max: 10 },
+  shards: { min: 1, max: 16 },
+  rate: { min: 1, max: 5_000 },
+  keys: { min: 100, max: 100_000 },
+} as const;
+
+/** Records per second one Kinesis shard accepts. */
+export const WRITE_LIMIT_PER_SHARD = 1_000;
+
+export const DEMO_USAGE = `usage: npm run demo -- [options]        (or: node apps/demo/dist/main.js [options])
+
+Runs a fleet of kcl workers against a local Kinesis emulator while a script kills one (kill -9),
+adds one, splits a shard, merges two and stops one gracefully, then checks that no record was lost
+and every partition key was processed in order.
+
+options:
+  --duration <seconds>   how long the script runs (default ${DEMO_DEFAULTS.durationSeconds}, ${DEMO_LIMITS.durationSeconds.min}–${DEMO_LIMITS.durationSeconds.max}); startup and the final drain come on top
+  --workers <n>          workers at the start (default ${DEMO_DEFAULTS.workers}, ${DEMO_LIMITS.workers.min}–${DEMO_LIMITS.workers.max})
+  --shards <n>           shards at the start (default ${DEMO_DEFAULTS.shards}, ${DEMO_LIMITS.shards.min}–${DEMO_LIMITS.shards.max})
+  --store <kind>         lease store: sqlite (default, a file on disk), postgres, dynamo-local (dynalite)
+  --postgres-url <url>   PostgreSQL server for --store postgres (default ${DEMO_DEFAULTS.postgresUrl});
+                         the demo creates a throwaway database there and drops it at the end
+  --rate <records/s>     records written per second (default ${DEMO_DEFAULTS.rate}, ${DEMO_LIMITS.rate.min}–${DEMO_LIMITS.rate.max}, at most ${WRITE_LIMIT_PER_SHARD} per shard)
+  --keys <n>             distinct partition keys (default ${DEMO_DEFAULTS.keys}, ${DEMO_LIMITS.keys.min}–${DEMO_LIMITS.keys.max})
+  --no-tty               plain timestamped lines instead of a live view (automatic when stdout is not a terminal)
+  --keep                 keep the run directory (SQLite file, what each worker processed) and print its path
+  -h, --help             show this help
+
+exit status: 0 when nothing was lost and every key stayed in order, 1 otherwise, 2 for invalid options.`;
+
+export type ParsedDemoOptions =
+  | { readonly ok: true; readonly options: DemoOptions }
+  | { readonly ok: false; readonly problems: readonly string[] };
+
+const STRING_OPTIONS = ['duration', 'workers', 'shards', 'store', 'postgres-url', 'rate', 'keys'] as const;
+const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'help'] as const;
+
+/** Parses the demo's command line; every problem is reported at once. */
+export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
+  const problems: string[] = [];
+  // parseArgs (non-strict) would take the next option as the value of an option given without one
+  // (`--workers --shards 2`): give such an option an empty inline value instead, reported below.
+  const args = argv.map((arg, index) => {
+    const name = arg.startsWith('--') ? arg.slice(2) : null;
+    const next = argv[index + 1];
+    const missingValue = next === undefined || /^--?[A-Za-z]/.test(next);
+    return name !== null && (STRING_OPTIONS as readonly string[]).includes(name) && missingValue
+      ? `${arg}=`
+      : arg;
+  });
+  const { values, tokens } = parseArgs({
+    args,
+    options: {
+      duration: { type: 'string' },
+      workers: { type: 'string' },
+      shards: { type: 'string' },
+      store: { type: 'string' },
+      'postgres-url': { type: 'string' },
+      rate: { type: 'string' },
+      keys: { type: 'string' },
+      'no-tty': { type: 'boolean' },
+      keep: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+
+  for (const token of tokens) {
+    if (token.kind === 'positional') problems.push(`unexpected argument "${token.value}"`);
+    if (token.kind !== 'option') continue;
+    const known =
+      (STRING_OPTIONS as readonly string[]).includes(token.name) ||
+      (BOOLEAN_OPTIONS as readonly string[]).includes(token.name);
+    if (!known) problems.push(`unknown option ${token.rawName}`);
+    else if ((BOOLEAN_OPTIONS as readonly string[]).includes(token.name) && token.value !== undefined)
+      problems.push(`${token.rawName} takes no value`);
+    else if ((STRING_OPTIONS as readonly string[]).includes(token.name) && !token.value)
+      problems.push(`${token.rawName} needs a value`);
+  }
+
+  const text = (name: (typeof STRING_OPTIONS)[number]): string | undefined => {
+    const value = values[name];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const integer = (
+    flag: 'duration' | 'workers' | 'shards' | 'rate' | 'keys',
+    { min, max }: { readonly min: number; readonly max: number },
+    fallback: number,
+  ): number => {
+    const raw = text(flag);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`--${flag} must be a whole number from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+
+  const durationSeconds = integer('duration', DEMO_LIMITS.durationSeconds, DEMO_DEFAULTS.durationSeconds);
+  const workers = integer('workers', DEMO_LIMITS.workers, DEMO_DEFAULTS.workers);
+  const shards = integer('shards', DEMO_LIMITS.shards, DEMO_DEFAULTS.shards);
+  const rate = integer('rate', DEMO_LIMITS.rate, DEMO_DEFAULTS.rate);
+  const keys = integer('keys', DEMO_LIMITS.keys, DEMO_DEFAULTS.keys);
+
+  let store = DEMO_DEFAULTS.store;
+  const storeText = text('store');
+  if (storeText !== undefined) {
+    if ((DEMO_STORE_KINDS as readonly string[]).includes(storeText)) store = storeText as DemoStoreKind;
+    else problems.push(`--store must be one of ${DEMO_STORE_KINDS.join(', ')} (got "${storeText}")`);
+  }
+
+  let postgresUrl = DEMO_DEFAULTS.postgresUrl;
+  const urlText = text('postgres-url');
+  if (urlText !== undefined) {
+    if (storeText !== 'postgres') problems.push('--postgres-url applies only with --store postgres');
+    let protocol = '';
+    try {
+      protocol = new URL(urlText).protocol;
+    } catch {
+      protocol = '';
+    }
+    if (protocol === 'postgres:' || protocol === 'postgresql:') postgresUrl = urlText;
+    else problems.push(`--postgres-url must be a postgres:// URL (got "${urlText}")`);
+  }
+
+  if (rate > WRITE_LIMIT_PER_SHARD * shards)
+    problems.push(
+      `--rate ${rate} is more than ${shards} shard${shards === 1 ? '' : 's'} accept (Kinesis takes ${WRITE_LIMIT_PER_SHARD} records/s per shard): ` +
+        `use --rate ${WRITE_LIMIT_PER_SHARD * shards} or less, or more --shards`,
+    );
+
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    options: {
+      durationSeconds,
+      workers,
+      shards,
+      store,
+      postgresUrl,
+      rate,
+      keys,
+      tty: values['no-tty'] === true ? false : null,
+      keep: values.keep === true,
+      help: values.help === true,
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { startDynalite } from '@kcl/testkit';
+import pg from 'pg';
+import type { DemoOptions } from './demo-options.js';
+import type { LeaseStoreConfig } from './lease-store-config.js';
+
+export interface PreparedLeaseStore {
+  readonly config: LeaseStoreConfig;
+  /** Removes what was created for the run (database, emulator). Idempotent. */
+  teardown(): Promise<void>;
+}
+
+/** Thrown when the store's server cannot be reached: the message says what to do. */
+export class DemoSetupError extends Error {
+  override readonly name = 'DemoSetupError';
+}
+
+/**
+ * Creates what the chosen store needs for one run: a SQLite file in the run directory, a throwaway
+ * PostgreSQL database, or a DynamoDB emulator in a child process.
+ */
+export async function prepareLeaseStore(
+  options: Pick<DemoOptions, 'store' | 'postgresUrl'>,
+  runDirectory: string,
+): Promise<PreparedLeaseStore> {
+  switch (options.store) {
+    case 'sqlite':
+      // The file lives in the run directory, which is removed at the end unless --keep.
+      return { config: { kind: 'sqlite', file: join(runDirectory, 'leases.db') }, teardown: async () => {} };
+    case 'postgres':
+      return createPostgresDatabase(options.postgresUrl);
+    case 'dynamo-local': {
+      const emulator = await startDynalite({ separateProcess: true });
+      return {
+        config: {
+          kind: 'dynamo',
+          endpoint: emulator.endpoint,
+          region: emulator.region,
+          credentials: emulator.credentials,
+          tableName: 'kcl-demo-leases',
+        },
+        teardown: () => emulator.stop(),
+      };
+    }
+  }
+}
+
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function createPostgresDatabase(serverUrl: string): Promise<PreparedLeaseStore> {
+  const name = `kcl_demo_${randomBytes(4).toString('hex')}`;
+  try {
+    await withClient(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+  } catch (error) {
+    throw new DemoSetupError(
+      `could not create a database on PostgreSQL at ${redact(serverUrl)}: ${(error as Error).message}. ` +
+        'Start PostgreSQL, pass --postgres-url postgres://user@host:port/database (a user that may CREATE DATABASE), ' +
+        'or use --store sqlite.',
+      { cause: error },
+    );
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  let dropped: Promise<void> | undefined;
+  return {
+    config: { kind: 'postgres', url: url.toString() },
+    teardown: () => {
+      dropped ??= withClient(serverUrl, async (client) => {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      });
+      return dropped;
+    },
+  };
+}
+
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,121 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const main = join(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startDemo(args: readonly string[]): Run {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exit = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  return { child, output: () => output, exit };
+}
+
+async function waitForOutput(run: Run, pattern: RegExp, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(run.output())) {
+    if (Date.now() > deadline)
+      throw new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${run.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Processes whose command line mentions `text` (the worker processes carry the run directory in theirs). */
+function processesMentioning(text: string): string[] {
+  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.includes(text) && !line.includes('ps -eo'));
+}
+
+describe('the demo, as a user runs it', () => {
+  it('runs the whole script and verifies: nothing lost, every key in order', {
+    timeout: 150_000,
+  }, async () => {
+    const run = startDemo(['--duration', '25', '--no-tty']);
+    const { code } = await run.exit;
+    const output = run.output();
+    expect(output, output).toMatch(
+      /^produced (\d+), processed \1, lost 0, per-key order violations 0, duplicates \d+$/m,
+    );
+    expect(code, output).toBe(0);
+    // Every step of the script happened and showed up as it happened.
+    expect(output).toMatch(/^\[00:0\d\.\d\] kill -9 w\d/m);
+    expect(output).toMatch(/\] w4 joins/);
+    expect(output).toMatch(/\] split shard-\d+/);
+    expect(output).toMatch(/\] merge shard-\d+ \+ shard-\d+/);
+    expect(output).toMatch(/\] stop w\d gracefully/);
+    expect(output).toMatch(/^failover: \d of \d leases? of the killed w\d taken over/m);
+    expect(output).toMatch(/^verified: no record lost/m);
+    // Every duplicate has a cause the demo can name.
+    expect(output, output).not.toMatch(/unexpected/);
+    // The plain mode never moves the cursor.
+    expect(output).not.toContain('\x1b[');
+    const produced = Number(/^produced (\d+)/m.exec(output)?.[1]);
+    expect(produced).toBeGreaterThan(25 * 200 * 0.6);
+    // The SQLite file and the worker outputs are gone.
+    const runDirectory = /SQLite file (\S+)\/leases\.db/.exec(output)?.[1] ?? '';
+    expect(runDirectory).not.toBe('');
+    expect(existsSync(runDirectory)).toBe(false);
+  });
+
+  it('cleans up on Ctrl-C: workers and emulator stopped, the run directory removed', {
+    timeout: 90_000,
+  }, async () => {
+    const run = startDemo(['--no-tty', '--workers', '2']);
+    await waitForOutput(run, /^\[00:0\d\.\d\] producing:/m, 75_000);
+    const runDirectory = /SQLite file (\S+)\/leases\.db/.exec(run.output())?.[1] ?? '';
+    expect(runDirectory).not.toBe('');
+    expect(processesMentioning(runDirectory)).toHaveLength(2);
+    const emulatorPort = Number(
+      /kinesis-local listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(run.output())?.[1],
+    );
+    expect(await accepts(emulatorPort)).toBe(true);
+    run.child.kill('SIGINT');
+    const { code } = await run.exit;
+    expect(code).toBe(130);
+    expect(run.output()).toMatch(/SIGINT — stopping the workers and emulators/);
+    expect(processesMentioning(runDirectory)).toEqual([]);
+    expect(existsSync(runDirectory)).toBe(false);
+    expect(await accepts(emulatorPort)).toBe(false);
+  });
+
+  it('rejects invalid options with every problem and exit status 2', async () => {
+    const run = startDemo(['--workers', '0', '--store', 'redis', '--fast']);
+    const { code } = await run.exit;
+    expect(code).toBe(2);
+    expect(run.output()).toContain('kcl demo: invalid options:');
+    expect(run.output()).toContain('  - unknown option --fast');
+    expect(run.output()).toContain('  - --workers must be a whole number from 2 to 10 (got "0")');
+    expect(run.output()).toContain('  - --store must be one of sqlite, postgres, dynamo-local (got "redis")');
+  });
+});
