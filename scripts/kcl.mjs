@@ -33,13 +33,20 @@ switch (task) {
   case 'test':
     pnpm('install', '--frozen-lockfile');
     pnpm('exec', 'turbo', 'run', 'build', 'typecheck', 'lint', 'test', ...rest);
+    // The whole tree once more (root scripts and configs too), and the API docs, whose warnings fail.
+    pnpm('exec', 'biome', 'check', '.');
+    pnpm('exec', 'typedoc', '--logLevel', 'Warn');
     break;
   case 'demo':
     pnpm('install', '--frozen-lockfile');
     pnpm('exec', 'turbo', 'run', 'build', '--filter=@kcl/demo...', '--output-logs=errors-only');
     {
       // The demo cleans up after Ctrl-C (workers, emulators, temp files): wait for it instead of exiting first.
-      const demo = spawn(process.execPath, [join(root, 'apps/demo/dist/main.js'), ...rest], { cwd: root, stdio: 'inherit', env });
+      const demo = spawn(process.execPath, [join(root, 'apps/demo/dist/main.js'), ...rest], {
+        cwd: root,
+        stdio: 'inherit',
+        env,
+      });
       for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
       demo.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 130)));
     }

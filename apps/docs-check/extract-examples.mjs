@@ -1,7 +1,7 @@
 // Extracts every ```ts code block of the READMEs into generated/*.ts so `tsc` type-checks them against
 // the workspace packages, as a reader would paste them. A block whose first line is `// not checked`
 // is skipped (for fragments that cannot stand alone; keep them rare).
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,9 +31,14 @@ for (const file of readmes) {
   blocks.forEach((match, index) => {
     const code = match[1] ?? '';
     if (code.trimStart().startsWith('// not checked')) return;
-    const name = relative(root, file).replace(/[^A-Za-z0-9]+/g, '-').replace(/-md$/, '');
+    const name = relative(root, file)
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .replace(/-md$/, '');
     const line = text.slice(0, match.index).split('\n').length;
-    writeFileSync(join(out, `${name}-${index + 1}.ts`), `// ${relative(root, file)}:${line}\n${code}\nexport {};\n`);
+    writeFileSync(
+      join(out, `${name}-${index + 1}.ts`),
+      `// ${relative(root, file)}:${line}\n${code}\nexport {};\n`,
+    );
     count += 1;
   });
 }

@@ -11,7 +11,12 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CreateStreamCommand, DescribeStreamSummaryCommand, KinesisClient, PutRecordsCommand } from '@aws-sdk/client-kinesis';
+import {
+  CreateStreamCommand,
+  DescribeStreamSummaryCommand,
+  KinesisClient,
+  PutRecordsCommand,
+} from '@aws-sdk/client-kinesis';
 import { startKinesisLocal } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 
@@ -23,7 +28,12 @@ const profiles: Record<string, Record<string, number>> = {
   // The consumer's defaults (renew 30 s, expiry 45 s, rebalance 6 s).
   default: { pollIntervalMs: 500 },
   // Short intervals, as the demo uses them.
-  fast: { leaseRenewIntervalMs: 1_000, leaseExpiryMs: 3_000, rebalanceIntervalMs: 1_000, pollIntervalMs: 200 },
+  fast: {
+    leaseRenewIntervalMs: 1_000,
+    leaseExpiryMs: 3_000,
+    rebalanceIntervalMs: 1_000,
+    pollIntervalMs: 200,
+  },
 };
 const timing = profiles[String(values.profile)];
 if (timing === undefined) throw new Error(`--profile must be one of ${Object.keys(profiles).join(', ')}`);
@@ -56,10 +66,19 @@ for (;;) {
 }
 
 async function startWorker(id: string): Promise<Worker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'worker.ts'), JSON.stringify({ workerId: id, streamName, endpoint: emulator.endpoint, sqliteFile, output, timing })], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(here, 'worker.ts'),
+      JSON.stringify({ workerId: id, streamName, endpoint: emulator.endpoint, sqliteFile, output, timing }),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    },
+  );
   const worker: Worker = { id, child, events: [] };
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -90,7 +109,10 @@ let produced = 0;
 let producing = true;
 const producer = (async () => {
   while (producing) {
-    const records = Array.from({ length: 50 }, (_, offset) => ({ PartitionKey: `key-${offset}`, Data: Buffer.from(`r-${produced + offset}`) }));
+    const records = Array.from({ length: 50 }, (_, offset) => ({
+      PartitionKey: `key-${offset}`,
+      Data: Buffer.from(`r-${produced + offset}`),
+    }));
     await kinesis.send(new PutRecordsCommand({ StreamName: streamName, Records: records }));
     produced += records.length;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -140,12 +162,19 @@ for (let round = 0; round < rounds; round++) {
     else victim.child.kill('SIGTERM');
     await once(victim.child, 'exit');
     await waitFor(
-      () => readLines().some((line) => line.worker === 'survivor' && leases.includes(line.shard) && line.at > startedAt),
+      () =>
+        readLines().some(
+          (line) => line.worker === 'survivor' && leases.includes(line.shard) && line.at > startedAt,
+        ),
       180_000,
       `the takeover after ${kind}`,
     );
     const lines = readLines();
-    const firstElsewhere = Math.min(...lines.filter((line) => line.worker === 'survivor' && leases.includes(line.shard) && line.at > startedAt).map((line) => line.at));
+    const firstElsewhere = Math.min(
+      ...lines
+        .filter((line) => line.worker === 'survivor' && leases.includes(line.shard) && line.at > startedAt)
+        .map((line) => line.at),
+    );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     // Duplicates caused by this event: records processed again after it that had been processed before.
     const seen = new Set<string>();
@@ -155,7 +184,9 @@ for (let round = 0; round < rounds; round++) {
       seen.add(line.data);
     }
     results.push({ kind, takeoverMs: firstElsewhere - startedAt, duplicates });
-    process.stderr.write(`${kind}: takeover ${Math.round(firstElsewhere - startedAt)} ms, duplicates ${duplicates}\n`);
+    process.stderr.write(
+      `${kind}: takeover ${Math.round(firstElsewhere - startedAt)} ms, duplicates ${duplicates}\n`,
+    );
   }
 }
 producing = false;
@@ -169,7 +200,9 @@ const summarize = (kind: Result['kind']): string => {
   const median = times[Math.floor(times.length / 2)] ?? 0;
   return `| ${kind} | ${Math.round(times[0] ?? 0)} | ${Math.round(median)} | ${Math.round(times.at(-1) ?? 0)} | ${matching.map((result) => result.duplicates).join(', ')} |`;
 };
-console.log(`\nFailover with profile "${values.profile}" (${JSON.stringify(timing)}), ${rounds} rounds, 4 shards, SQLite lease store.\n`);
+console.log(
+  `\nFailover with profile "${values.profile}" (${JSON.stringify(timing)}), ${rounds} rounds, 4 shards, SQLite lease store.\n`,
+);
 console.log('| event | first record elsewhere, min ms | median ms | max ms | duplicates per round |');
 console.log('|---|---:|---:|---:|---|');
 console.log(summarize('kill -9'));

@@ -20,7 +20,9 @@ interface WorkerConfig {
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 const now = (): number => performance.timeOrigin + performance.now();
 const db = new Kysely({
-  dialect: new SqliteDialect({ database: configureSqliteLeaseDatabase(new Database(config.sqliteFile, { timeout: 5_000 })) }),
+  dialect: new SqliteDialect({
+    database: configureSqliteLeaseDatabase(new Database(config.sqliteFile, { timeout: 5_000 })),
+  }),
 });
 const consumer = createConsumer({
   streamName: config.streamName,
@@ -42,7 +44,9 @@ const consumer = createConsumer({
       const at = now();
       appendFileSync(
         config.output,
-        records.map((record) => `${config.workerId} ${shardId} ${Buffer.from(record.data).toString()} ${at}\n`).join(''),
+        records
+          .map((record) => `${config.workerId} ${shardId} ${Buffer.from(record.data).toString()} ${at}\n`)
+          .join(''),
       );
       await checkpointer.checkpoint();
     },

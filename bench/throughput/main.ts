@@ -91,7 +91,13 @@ async function handLoop(name: string, spacingMs: number): Promise<void> {
   await Promise.all(
     shards.map(async (shard) => {
       let iterator = (
-        await client.send(new GetShardIteratorCommand({ StreamName: name, ShardId: shard.ShardId, ShardIteratorType: 'TRIM_HORIZON' }))
+        await client.send(
+          new GetShardIteratorCommand({
+            StreamName: name,
+            ShardId: shard.ShardId,
+            ShardIteratorType: 'TRIM_HORIZON',
+          }),
+        )
       ).ShardIterator;
       let last = 0;
       while (iterator !== undefined && seen < recordCount) {
@@ -194,8 +200,12 @@ for (const size of sizes) {
   }
 }
 
-console.log(`\nRecords per second reading ${recordCount} records from TRIM_HORIZON (best of ${repeat}); ratio = hand loop time ÷ variant time.\n`);
-console.log('| shards | record size | reader | records/s | ratio to hand loop | CPU per record (this process) |');
+console.log(
+  `\nRecords per second reading ${recordCount} records from TRIM_HORIZON (best of ${repeat}); ratio = hand loop time ÷ variant time.\n`,
+);
+console.log(
+  '| shards | record size | reader | records/s | ratio to hand loop | CPU per record (this process) |',
+);
 console.log('|---:|---:|---|---:|---:|---:|');
 for (const row of rows) console.log(row);
 console.log(`\n(checksum ${checksum})`);
