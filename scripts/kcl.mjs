@@ -32,7 +32,7 @@ const [task = 'help', ...rest] = process.argv.slice(2);
 switch (task) {
   case 'test':
     pnpm('install', '--frozen-lockfile');
-    pnpm('exec', 'turbo', 'run', 'build', 'typecheck', 'lint', 'test', ...rest);
+    pnpm('exec', 'turbo', 'run', 'build', 'typecheck', 'lint', 'test', '--continue', ...rest);
     // The whole tree once more (root scripts and configs too), and the API docs, whose warnings fail.
     pnpm('exec', 'biome', 'check', '.');
     pnpm('exec', 'typedoc', '--logLevel', 'Warn');
