@@ -17,26 +17,60 @@ const env = {
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 };
 
-function run(command, args) {
+/** Runs a command; returns its exit status (a command that cannot start at all ends this script). */
+function status(command, args) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', env });
   if (result.error) {
     console.error(`kcl: could not run ${command}: ${result.error.message}`);
     process.exit(1);
   }
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  return result.status ?? 1;
 }
 
-const pnpm = (...args) => run('npx', ['-y', `pnpm@${pnpmVersion}`, ...args]);
+function run(command, args) {
+  const code = status(command, args);
+  if (code !== 0) process.exit(code);
+}
+
+const pnpmArgs = (args) => ['-y', `pnpm@${pnpmVersion}`, ...args];
+const pnpm = (...args) => run('npx', pnpmArgs(args));
 
 const [task = 'help', ...rest] = process.argv.slice(2);
 switch (task) {
-  case 'test':
+  case 'test': {
     pnpm('install', '--frozen-lockfile');
-    pnpm('exec', 'turbo', 'run', 'build', 'typecheck', 'lint', 'test', '--continue', ...rest);
-    // The whole tree once more (root scripts and configs too), and the API docs, whose warnings fail.
-    pnpm('exec', 'biome', 'check', '.');
-    pnpm('exec', 'typedoc', '--logLevel', 'Warn');
+    // Every step runs even when an earlier one fails, so one run shows every failure.
+    const steps = [
+      // Two tasks at a time on two cores.
+      [
+        'exec',
+        'turbo',
+        'run',
+        'build',
+        'typecheck',
+        'lint',
+        'test',
+        '--continue',
+        '--concurrency=2',
+        '--filter=!@kcl/e2e',
+        ...rest,
+      ],
+      // The fleet tests last and alone: they measure failover times with workers as separate
+      // processes and need the CPU to themselves.
+      ['exec', 'turbo', 'run', 'test', '--filter=@kcl/e2e', ...rest],
+      // The whole tree once more (root scripts and configs too), and the API docs, whose warnings fail.
+      ['exec', 'biome', 'check', '.'],
+      ['exec', 'typedoc', '--logLevel', 'Warn'],
+    ];
+    const failed = steps.filter((args) => status('npx', pnpmArgs(args)) !== 0);
+    if (failed.length > 0) {
+      console.error(
+        `kcl: ${failed.length} step(s) failed: ${failed.map((args) => args.slice(1, 4).join(' ')).join('; ')}`,
+      );
+      process.exit(1);
+    }
     break;
+  }
   case 'demo':
     pnpm('install', '--frozen-lockfile');
     pnpm('exec', 'turbo', 'run', 'build', '--filter=@kcl/demo...', '--output-logs=errors-only');

@@ -8,6 +8,6 @@ export default defineConfig({
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     // The end-to-end files mostly wait (on emulators, child processes and lease timers), so they
     // overlap well even on two cores.
-    maxWorkers: 3,
+    maxWorkers: 2,
   },
 });

@@ -182,7 +182,8 @@ describe('ChildSession', () => {
 
   it('times out a silent child after timeoutInSeconds (on the injected clock)', async () => {
     const clock = new ManualClock();
-    const child = nodeChild('await next(); await new Promise(() => {});');
+    // The interval keeps the child alive whatever happens to its stdin: only a signal ends it.
+    const child = nodeChild('await next(); setInterval(() => {}, 60_000); await new Promise(() => {});');
     const { options } = sessionOptions(child, { clock, messageTimeoutMs: 3_000, killTimeoutMs: 1_000 });
     const session = await ChildSession.start(options);
     const exchange = session.exchange({ action: 'shutdownRequested' }, null);

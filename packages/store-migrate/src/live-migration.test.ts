@@ -346,10 +346,14 @@ describe('the single-history invariant under concurrent writers', () => {
       }
     };
 
+    // Wait for a number of writes, not for a time: on a loaded machine the workers run slower.
+    const writesReach = async (count: number): Promise<void> => {
+      while (writes.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
     const workers = ['w0', 'w1', 'w2', 'w3'].map(worker);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await writesReach(20);
     await startLiveMigration({ from, to, concurrency: 3 });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await writesReach(writes.length + 20);
     const report = await cutOverLiveMigration({
       from,
       to,
@@ -358,7 +362,7 @@ describe('the single-history invariant under concurrent writers', () => {
       settleMarginMs: 10,
       concurrency: 3,
     });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await writesReach(writes.length + 20);
     running = false;
     await Promise.all(workers);
 

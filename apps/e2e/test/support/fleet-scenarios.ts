@@ -96,7 +96,7 @@ export function describeFleetScenarios(
         for (const workerId of workers) await fleetHarness.spawn(workerId);
         await waitFor(balanced(fleetHarness, workers, 4), 20_000, 'an even spread before producing');
         await stream.produce(streamName, 20_000, 200);
-        await waitFor(() => fleetHarness.distinctCount() >= 20_000, 90_000, 'every record');
+        await waitFor(() => fleetHarness.distinctCount() >= 20_000, 200_000, 'every record');
         await fleetHarness.stopAll();
         const result = verify(stream.written, fleetHarness.processed());
         expect(result).toEqual({
@@ -140,7 +140,7 @@ export function describeFleetScenarios(
         );
         producing = false;
         await producer;
-        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
 
         const processed = fleetHarness.processed();
@@ -198,7 +198,7 @@ export function describeFleetScenarios(
         await waitFor(() => fleetHarness.processedCount() >= 3_500, 30_000, 'records after UpdateShardCount');
         producing = false;
         await producer;
-        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
         const result = verify(stream.written, fleetHarness.processed());
         expect(result.lost).toBe(0);
@@ -253,7 +253,7 @@ export function describeFleetScenarios(
         );
         producing = false;
         await producer;
-        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 60_000, 'every record');
+        await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
         expect(taken - released).toBeLessThan(2 * FLEET_TIMING.rebalanceIntervalMs * 1.25 + 500);
         const result = verify(stream.written, fleetHarness.processed());
