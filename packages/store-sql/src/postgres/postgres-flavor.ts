@@ -3,13 +3,13 @@ import type { SqlFlavor } from '../sql-flavor.js';
 import type { SqlRow } from '../sql-lease-row.js';
 import { LEASE_COLUMNS } from '../sql-lease-row.js';
 import { MAX_APPLICATION_NAME_LENGTH } from '../sql-lease-store-options.js';
+import { insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
 import {
   createLeaseTables,
   MAX_LEASE_KEY_LENGTH,
   MAX_SEQUENCE_NUMBER_LENGTH,
   type SqlColumnTypes,
 } from '../sql-schema.js';
-import { leaseColumnList, leaseInsertColumnsAndValues, leaseMatch } from '../sql-statements.js';
 
 /**
  * PostgreSQL: `RETURNING` on every write, so each lease operation is one statement and one round
@@ -31,21 +31,9 @@ export const postgresFlavor: SqlFlavor = {
 
   createTables: (db, tables) => createLeaseTables(db, tables, COLUMN_TYPES),
 
-  async insertLease(db, tables, values) {
-    const { rows } =
-      await sql<SqlRow>`insert into ${sql.table(tables.leases)} ${leaseInsertColumnsAndValues(values)}
-      on conflict (${sql.ref('application_name')}, ${sql.ref('lease_key')}) do nothing
-      returning ${leaseColumnList()}`.execute(db);
-    return rows[0] ?? null;
-  },
+  insertLease: insertLeaseReturning,
 
-  async updateLease(db, tables, update) {
-    const { rows } = await sql<SqlRow>`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
-      where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter)}
-      returning ${leaseColumnList()}`.execute(db);
-    const row = rows[0];
-    return row === undefined ? { updated: false, exists: undefined } : { updated: true, row };
-  },
+  updateLease: updateLeaseReturning,
 
   async renewLeases(db, tables, applicationName, renewals) {
     // Two array parameters whatever the number of leases: the statement text never changes.

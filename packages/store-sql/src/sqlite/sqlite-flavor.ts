@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import type { SqlFlavor } from '../sql-flavor.js';
 import type { SqlRow } from '../sql-lease-row.js';
+import { insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
 import type { SqlColumnTypes } from '../sql-schema.js';
 import { createLeaseTables } from '../sql-schema.js';
-import { leaseColumnList, leaseInsertColumnsAndValues, leaseKeysIn, leaseMatch } from '../sql-statements.js';
+import { leaseColumnList, leaseKeysIn } from '../sql-statements.js';
 
 /**
  * SQLite (3.35 or later): `RETURNING` and `ON CONFLICT` upserts, so each lease operation is one
@@ -27,21 +28,9 @@ export const sqliteFlavor: SqlFlavor = {
 
   createTables: (db, tables) => createLeaseTables(db, tables, COLUMN_TYPES),
 
-  async insertLease(db, tables, values) {
-    const { rows } =
-      await sql<SqlRow>`insert into ${sql.table(tables.leases)} ${leaseInsertColumnsAndValues(values)}
-      on conflict (${sql.ref('application_name')}, ${sql.ref('lease_key')}) do nothing
-      returning ${leaseColumnList()}`.execute(db);
-    return rows[0] ?? null;
-  },
+  insertLease: insertLeaseReturning,
 
-  async updateLease(db, tables, update) {
-    const { rows } = await sql<SqlRow>`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
-      where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter)}
-      returning ${leaseColumnList()}`.execute(db);
-    const row = rows[0];
-    return row === undefined ? { updated: false, exists: undefined } : { updated: true, row };
-  },
+  updateLease: updateLeaseReturning,
 
   async renewLeases(db, tables, applicationName, renewals) {
     // `lease_key in (…)` lets SQLite search the primary key; the row values are the counter fence.
