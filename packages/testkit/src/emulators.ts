@@ -71,9 +71,10 @@ export async function startKinesisLocal(options: KinesisLocalOptions = {}): Prom
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const tlsPort = await freePort();
-    const child = spawn(process.execPath, [join(packageDir, 'main.js')], {
+    // Through the guard, so the emulator ends with this process even when this one is killed with -9.
+    const child = spawn(process.execPath, [compiledScript('parent-guard.js'), join(packageDir, 'main.js')], {
       cwd: packageDir,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       env: {
         ...process.env,
         KINESIS_MOCK_PLAIN_PORT: String(port),
@@ -91,6 +92,7 @@ export async function startKinesisLocal(options: KinesisLocalOptions = {}): Prom
         AWS_REGION: LOCAL_REGION,
       },
     });
+    child.stdin?.on('error', () => undefined);
     const output: string[] = [];
     const keep = (chunk: Buffer): void => {
       output.push(chunk.toString('utf8'));
@@ -186,9 +188,7 @@ export async function startDynalite(options: DynaliteOptions = {}): Promise<Runn
 }
 
 async function startDynaliteProcess(settings: Record<string, number>): Promise<RunningEmulator> {
-  // The compiled script, also when this module runs from source (as in the package's own tests).
-  const script = join(dirname(require.resolve('@kcl/testkit/package.json')), 'dist', 'dynalite-server.js');
-  const child = spawn(process.execPath, [script, JSON.stringify(settings)], {
+  const child = spawn(process.execPath, [compiledScript('dynalite-server.js'), JSON.stringify(settings)], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const killOnExit = (): void => {
@@ -231,6 +231,11 @@ async function startDynaliteProcess(settings: Record<string, number>): Promise<R
       return stopped;
     },
   };
+}
+
+/** A script of this package's build output, also when this module runs from source (as in its own tests). */
+function compiledScript(name: string): string {
+  return join(dirname(require.resolve('@kcl/testkit/package.json')), 'dist', name);
 }
 
 async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {

@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Socket } from 'node:net';
 import {
   CreateTableCommand,
   DescribeTableCommand,
@@ -113,3 +116,55 @@ describe('startDynalite', () => {
     },
   );
 });
+
+describe('an emulator child process', () => {
+  it.each([
+    ['kinesis-local', 'startKinesisLocal()'],
+    ['dynalite in a child process', 'startDynalite({ separateProcess: true })'],
+  ])('%s ends when the process that started it is killed with -9', async (_name, start) => {
+    // A parent process that starts the emulator from the built package, prints its port and waits.
+    const entry = new URL('../dist/index.js', import.meta.url).href;
+    const parent = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const kit = await import(${JSON.stringify(entry)});
+         const emulator = await kit.${start};
+         console.log(emulator.port);
+         setInterval(() => undefined, 60_000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const [line] = (await once(parent.stdout, 'data')) as [Buffer];
+      const port = Number(line.toString().trim());
+      expect(await accepts(port)).toBe(true);
+
+      parent.kill('SIGKILL');
+      await once(parent, 'exit');
+      let open = true;
+      for (let attempt = 0; attempt < 150 && open; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        open = await accepts(port);
+      }
+      expect(open).toBe(false);
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  });
+});
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (result: boolean): void => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
