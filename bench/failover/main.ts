@@ -11,14 +11,8 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import {
-  CreateStreamCommand,
-  DescribeStreamSummaryCommand,
-  KinesisClient,
-  PutRecordsCommand,
-} from '@aws-sdk/client-kinesis';
-import { startKinesisLocal } from '@kcl/testkit';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { startKinesisLocal, waitUntil } from '@kcl/testkit';
+import { createStream, localKinesisClient, putRecords } from '@kcl/testkit/kinesis';
 
 const { values } = parseArgs({
   options: { rounds: { type: 'string', default: '3' }, profile: { type: 'string', default: 'fast' } },
@@ -41,12 +35,7 @@ if (timing === undefined) throw new Error(`--profile must be one of ${Object.key
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'kcl-failover-'));
 const emulator = await startKinesisLocal();
-const kinesis = new KinesisClient({
-  endpoint: emulator.endpoint,
-  region: emulator.region,
-  credentials: emulator.credentials,
-  requestHandler: new NodeHttpHandler(),
-});
+const kinesis = localKinesisClient(emulator);
 const now = (): number => performance.timeOrigin + performance.now();
 
 interface Worker {
@@ -58,12 +47,7 @@ interface Worker {
 const output = join(dir, 'processed.txt');
 const sqliteFile = join(dir, 'leases.db');
 const streamName = 'failover';
-await kinesis.send(new CreateStreamCommand({ StreamName: streamName, ShardCount: 4 }));
-for (;;) {
-  const summary = await kinesis.send(new DescribeStreamSummaryCommand({ StreamName: streamName }));
-  if (summary.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') break;
-  await new Promise((resolve) => setTimeout(resolve, 50));
-}
+await createStream(kinesis, streamName, 4);
 
 async function startWorker(id: string): Promise<Worker> {
   const child = spawn(
@@ -110,10 +94,10 @@ let producing = true;
 const producer = (async () => {
   while (producing) {
     const records = Array.from({ length: 50 }, (_, offset) => ({
-      PartitionKey: `key-${offset}`,
-      Data: Buffer.from(`r-${produced + offset}`),
+      partitionKey: `key-${offset}`,
+      data: `r-${produced + offset}`,
     }));
-    await kinesis.send(new PutRecordsCommand({ StreamName: streamName, Records: records }));
+    await putRecords(kinesis, streamName, records);
     produced += records.length;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -134,14 +118,6 @@ const readLines = (): Line[] =>
       return { worker, shard, data, at: Number(at) };
     });
 
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 interface Result {
   readonly kind: 'kill -9' | 'graceful stop';
   readonly takeoverMs: number;
@@ -154,14 +130,14 @@ for (let round = 0; round < rounds; round++) {
   for (const kind of ['kill -9', 'graceful stop'] as const) {
     serial += 1;
     const victim = await startWorker(`victim-${serial}`);
-    await waitFor(() => held(victim).size === 2 && held(survivor).size === 2, 120_000, 'an even spread');
+    await waitUntil(() => held(victim).size === 2 && held(survivor).size === 2, 120_000, 'an even spread');
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const leases = [...held(victim)];
     const startedAt = now();
     if (kind === 'kill -9') victim.child.kill('SIGKILL');
     else victim.child.kill('SIGTERM');
     await once(victim.child, 'exit');
-    await waitFor(
+    await waitUntil(
       () =>
         readLines().some(
           (line) => line.worker === 'survivor' && leases.includes(line.shard) && line.at > startedAt,

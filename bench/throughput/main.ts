@@ -3,19 +3,11 @@
 //
 //   npx -y pnpm@10.34.9 --filter @kcl/bench exec tsx throughput/main.ts [--records N] [--shards 1,4,16] [--sizes 100,10240]
 import { parseArgs } from 'node:util';
-import {
-  CreateStreamCommand,
-  DescribeStreamSummaryCommand,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  KinesisClient,
-  ListShardsCommand,
-  PutRecordsCommand,
-} from '@aws-sdk/client-kinesis';
+import { GetRecordsCommand, GetShardIteratorCommand, ListShardsCommand } from '@aws-sdk/client-kinesis';
 import { createConsumer, type PipelineOptions, type RecordProcessorFactory } from '@kcl/consumer';
 import { systemClock } from '@kcl/core';
 import { createMemoryLeaseStore, startKinesisLocal } from '@kcl/testkit';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { createStream, localKinesisClient, putRecords } from '@kcl/testkit/kinesis';
 
 const { values } = parseArgs({
   options: {
@@ -31,13 +23,7 @@ const sizes = String(values.sizes).split(',').map(Number);
 const repeat = Number(values.repeat);
 
 const emulator = await startKinesisLocal({ shardLimit: 500, durations: { createStream: 50 } });
-const newClient = (): KinesisClient =>
-  new KinesisClient({
-    endpoint: emulator.endpoint,
-    region: emulator.region,
-    credentials: emulator.credentials,
-    requestHandler: new NodeHttpHandler(),
-  });
+const newClient = () => localKinesisClient(emulator);
 const admin = newClient();
 
 /** The work each record gets in every variant: touch every byte, as a real handler would parse it. */
@@ -49,24 +35,16 @@ function handle(data: Uint8Array): void {
 }
 
 async function createFilledStream(name: string, shards: number, size: number): Promise<void> {
-  await admin.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
-  for (;;) {
-    const summary = await admin.send(new DescribeStreamSummaryCommand({ StreamName: name }));
-    if (summary.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await createStream(admin, name, shards);
   const payload = Buffer.alloc(size, 'x');
-  const perCall = Math.max(1, Math.min(500, Math.floor((4 * 1024 * 1024) / (size + 64))));
-  let written = 0;
-  while (written < recordCount) {
-    const count = Math.min(perCall, recordCount - written);
-    const records = Array.from({ length: count }, (_, offset) => ({
-      PartitionKey: `key-${written + offset}`,
-      Data: payload,
-    }));
-    const output = await admin.send(new PutRecordsCommand({ StreamName: name, Records: records }));
-    written += count - (output.FailedRecordCount ?? 0);
-  }
+  const records = Array.from({ length: recordCount }, (_, index) => ({
+    partitionKey: `key-${index}`,
+    data: payload,
+  }));
+  // PutRecords takes at most 5 MiB per call.
+  await putRecords(admin, name, records, {
+    batchSize: Math.max(1, Math.min(500, Math.floor((4 * 1024 * 1024) / (size + 64)))),
+  });
 }
 
 interface Measurement {

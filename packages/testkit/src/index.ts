@@ -8,3 +8,4 @@ export type { ApplicationState, MemoryLeaseStore, MemoryLeaseStoreOptions } from
 export { createMemoryLeaseStore, MemoryLeaseTable } from './memory-lease-store.js';
 export type { ServiceCheck } from './services.js';
 export { checkService, isCi } from './services.js';
+export { waitUntil } from './wait-until.js';

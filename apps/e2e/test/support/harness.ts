@@ -4,6 +4,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from '@kcl/testkit';
 import type { StoreConfig } from '../../src/store-config.js';
 import type { ProcessedLine, WorkerProcessConfig } from '../../src/worker-process.js';
 
@@ -220,14 +221,9 @@ export function verify(
   };
 }
 
-export async function waitFor(
+/** Polls every 200 ms: the conditions read every worker's output, which costs time on a busy machine. */
+export const waitFor = (
   condition: () => boolean | Promise<boolean>,
   timeoutMs: number,
   what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+): Promise<void> => waitUntil(condition, timeoutMs, what, 200);
