@@ -2,7 +2,7 @@ import type { Lease } from '@kcl/core';
 import { ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
 import type { RebalanceInput } from './plan-rebalance.js';
-import { planRebalance } from './plan-rebalance.js';
+import { fairShare, planRebalance } from './plan-rebalance.js';
 
 let next = 0;
 function lease(
@@ -210,5 +210,121 @@ describe('planRebalance: complete leases and caps', () => {
     const result = plan({ leases: held(null, 10), maxLeasesForWorker: 3 });
     expect(result.diagnostics).toMatchObject({ uncappedTarget: 10, target: 3, spillover: 7 });
     expect(result.takes).toHaveLength(3);
+  });
+});
+
+describe('fairShare', () => {
+  const counts = (entries: Record<string, number>) => new Map(Object.entries(entries));
+
+  it.each([
+    // [label, counts, available, expected share per worker]
+    ['raises the lowest first', { a: 2, b: 5, me: 3 }, 4, { a: 3, b: 0, me: 2 }],
+    ['stops at a level below the others', { a: 1, b: 9, me: 1 }, 4, { a: 2, b: 0, me: 2 }],
+    [
+      'gives the few left over one each to whoever comes first',
+      { a: 5, b: 5, me: 5 },
+      2,
+      { a: 1, b: 1, me: 1 },
+    ],
+    ['alone, everything', { me: 0 }, 7, { me: 7 }],
+    ['nothing available, nothing to share', { a: 0, me: 3 }, 0, { a: 0, me: 0 }],
+  ])('%s', (_label, entries, available, expected) => {
+    const map = counts(entries);
+    for (const [worker, share] of Object.entries(expected)) {
+      expect(fairShare(map, available, worker)).toBe(share);
+    }
+  });
+
+  it('never leaves the spread wider than one, however many take their share in turn', () => {
+    const map = counts({ a: 0, b: 3, c: 3, d: 7, me: 1 });
+    let available = 11;
+    for (const worker of ['c', 'me', 'a', 'd', 'b', 'a', 'me']) {
+      const share = fairShare(map, available, worker);
+      map.set(worker, (map.get(worker) ?? 0) + share);
+      available -= share;
+    }
+    expect(available).toBe(0);
+    const raised = [...map].filter(([worker]) => worker !== 'd').map(([, count]) => count);
+    expect(Math.max(...raised) - Math.min(...raised)).toBeLessThanOrEqual(1);
+    expect(map.get('d')).toBe(7);
+  });
+});
+
+describe('planRebalance: sharing free and expired leases', () => {
+  it('leaves the leases it would overshoot with to a worker holding fewer', () => {
+    // 30 leases over me (10), low (6) and high (10), 4 free: low should get them all.
+    const leases = [...held('me', 10), ...held('low', 6), ...held('high', 10), ...held(null, 4)];
+    const result = plan({ leases });
+    expect(result.diagnostics).toMatchObject({ target: 10, share: 0 });
+    expect(result.takes).toEqual([]);
+    const low = plan({ leases, workerId: 'low' });
+    expect(low.diagnostics.share).toBe(4);
+    expect(low.takes.map((take) => take.reason)).toEqual(['free', 'free', 'free', 'free']);
+  });
+
+  it('does not share with a worker that holds fewer leases than at the previous plan', () => {
+    const lapsing = held('dead', 3);
+    const leases = [
+      ...held('me', 5),
+      ...lapsing,
+      ...held('shrinking', 2),
+      ...held(null, 4),
+      ...held('newcomer', 1),
+    ];
+    const asNewcomer = { leases, workerId: 'newcomer' };
+    // Everyone counted: 4 free leases raise newcomer (1) and shrinking (2) to 3, then one left over.
+    expect(plan(asNewcomer).diagnostics.share).toBe(3);
+    // One of dead's 3 leases has expired (it is not renewing) and shrinking held 4 at the previous plan
+    // (stolen from): the 5 available leases are shared between me (5) and newcomer (1) only.
+    const result = plan({
+      ...asNewcomer,
+      isExpired: (key) => key === lapsing[0]?.leaseKey,
+      previousLeaseCounts: new Map([
+        ['dead', 3],
+        ['shrinking', 4],
+      ]),
+    });
+    expect(result.diagnostics).toMatchObject({ share: 5, target: 4, heldAfter: 4 });
+  });
+
+  it('takes overdue leases up to the target, whatever the shares', () => {
+    const free = held(null, 4);
+    const overdue = new Set(free.slice(0, 2).map((l) => l.leaseKey));
+    // 26 leases over me (8), low (4) and high (10): target 9, and all 4 free leases are low's share.
+    const leases = [...held('me', 8), ...held('low', 4), ...held('high', 10), ...free];
+    expect(plan({ leases }).takes).toEqual([]);
+    const result = plan({ leases, isOverdue: (key) => overdue.has(key) });
+    expect(result.diagnostics).toMatchObject({ share: 0, target: 9, heldAfter: 9 });
+    expect(result.takes).toHaveLength(1);
+    expect(overdue.has(result.takes[0]?.leaseKey ?? '')).toBe(true);
+  });
+
+  it('among equal candidates takes the lease that expired last first', () => {
+    const expired = held('dead', 4);
+    const changedAt = new Map(expired.map((l, index) => [l.leaseKey, index * 1_000]));
+    for (const draw of [0, 0.5, 0.99]) {
+      const result = plan({
+        leases: [...expired, ...held('a', 2), ...held('b', 2)],
+        liveWorkerIds: ['a', 'b'],
+        isExpired: (key) => changedAt.has(key),
+        lastChangeAt: (key) => changedAt.get(key),
+        random: () => draw,
+      });
+      // 8 over a, b and me: target 3, and a share of 3 (me from 0 to level 2 with a and b, then one extra).
+      expect(result.diagnostics).toMatchObject({ target: 3, share: 3 });
+      expect(result.takes.map((take) => take.leaseKey)).toEqual(
+        [expired[3], expired[2], expired[1]].map((l) => l?.leaseKey),
+      );
+    }
+  });
+
+  it('does not steal while free or expired leases are left, or while told to hold', () => {
+    const leases = [...held('me', 2), ...held('low', 1), ...held('big', 9), ...held(null, 2)];
+    // 14 over 3: target 5. The 2 free leases are low's share; me would steal from big, but waits.
+    const result = plan({ leases, maxLeasesToSteal: 10 });
+    expect(result.diagnostics.stolen).toBe(0);
+    const settled = [...held('me', 2), ...held('low', 3), ...held('big', 9)];
+    expect(plan({ leases: settled, maxLeasesToSteal: 10 }).diagnostics.stolen).toBe(3);
+    expect(plan({ leases: settled, maxLeasesToSteal: 10, holdSteals: true }).diagnostics.stolen).toBe(0);
   });
 });

@@ -28,6 +28,30 @@ export interface RebalanceInput {
    * free and expired leases, ready ones are taken first; blocked children only fill what is left.
    */
   readonly isReady?: (lease: PlannedLease) => boolean;
+  /**
+   * Optional: whether a free or expired lease has waited long enough for the worker whose share it
+   * was (`Rebalancer` says so once two of its plans, each short of the target, left the lease to
+   * others). Overdue leases are taken up to the target, whatever the shares.
+   */
+  readonly isOverdue?: (leaseKey: string) => boolean;
+  /**
+   * Optional: do not steal in this plan. `Rebalancer` sets it when a worker that held leases at its
+   * previous plan holds none now: the fleet is still sharing out that worker's leases, which each
+   * worker sees expire at its own time, and a steal made before that settles is often undone.
+   */
+  readonly holdSteals?: boolean;
+  /**
+   * Optional: when this worker last saw the lease's counter change (`LeaseExpiryTracker.lastChangeAt`).
+   * Among otherwise equal candidates, the leases that expired last are taken first: the others may
+   * not see them expired yet, while every worker can already take the older ones.
+   */
+  readonly lastChangeAt?: (leaseKey: string) => number | undefined;
+  /**
+   * Optional: the unexpired leases each worker held at this worker's previous plan. A worker that
+   * holds fewer now is giving leases up (it died and they expire one by one, or it was stolen from);
+   * it gets no share of the free ones.
+   */
+  readonly previousLeaseCounts?: ReadonlyMap<string, number>;
 }
 
 /** Why a lease is taken. */
@@ -57,6 +81,8 @@ export interface RebalanceDiagnostics {
   readonly leaseCounts: Readonly<Record<string, number>>;
   /** ceil(incomplete leases / workers), capped by `maxLeasesForWorker`. */
   readonly target: number;
+  /** This worker's share of the free and expired leases, when they are spread to even out the holders. */
+  readonly share: number;
   /** The target before the `maxLeasesForWorker` cap. */
   readonly uncappedTarget: number;
   /** Leases the cap keeps this worker from taking (uncapped target − cap, or 0). */
@@ -91,11 +117,15 @@ export interface RebalancePlan {
  * incomplete leases (checkpoint ≠ SHARD_END) each worker holds; the workers are the live registry
  * workers, the owners of unexpired leases and itself, so a crashed worker stops counting once its
  * heartbeat and its leases expire. Target = ceil(total incomplete leases / workers). It first takes
- * free or expired leases up to its target. When it is still below target and the worker holding the
- * most leads it by more than one lease, it steals from that worker, up to its deficit, capped at
- * `maxLeasesToSteal`. Without overshooting: the victim is not taken below the target, except for one
- * lease when it is exactly at target and the thief is short by more than one, so a victim never ends up
- * short and stealing back. It never plans to hold more than the target.
+ * free or expired leases up to its target, but no more than its share of them: the free leases are
+ * spread over the workers that hold leases and keep them (and itself) lowest first, as water fills a
+ * basin, and another worker's share is left to it until the lease is overdue (see `isOverdue`). A
+ * lease left to the worker that evens out the fleet with it saves a steal later. When it is still
+ * below target, no free or expired lease is left and the worker holding the most leads it by more
+ * than one lease, it steals from that worker, up to its deficit, capped at `maxLeasesToSteal`.
+ * Without overshooting: the victim is not taken below the target, except for one lease when it is
+ * exactly at target and the thief is short by more than one, so a victim never ends up short and
+ * stealing back. It never plans to hold more than the target.
  *
  * Complete leases that are free or expired are taken as well (someone must finish their shard-end
  * bookkeeping and delete them) without counting toward any target, at most
@@ -139,21 +169,37 @@ export function planRebalance(input: RebalanceInput): RebalancePlan {
   const heldBefore = counts.get(self) ?? 0;
   const takes: PlannedTake[] = [];
 
-  // 1. Free or expired leases, up to the target; ready ones first when the caller can tell.
+  // 1. Free or expired leases: this worker's share, and any overdue ones, up to the target. Ready ones
+  // first when the caller can tell, overdue ones first among those.
   let deficit = Math.max(0, target - heldBefore);
-  let candidates = shuffled(freeOrExpired, input.random);
-  if (input.isReady !== undefined) {
-    const isReady = input.isReady;
-    candidates = [
-      ...candidates.filter((lease) => isReady(lease)),
-      ...candidates.filter((lease) => !isReady(lease)),
-    ];
+  const sharers = new Map<string, number>();
+  for (const [worker, count] of counts) {
+    const shrinking = count < (input.previousLeaseCounts?.get(worker) ?? 0);
+    if (worker === self || (count > 0 && !shrinking)) sharers.set(worker, count);
   }
-  for (const lease of candidates.slice(0, deficit)) {
+  const share = fairShare(sharers, freeOrExpired.length, self);
+  const isOverdue = input.isOverdue ?? (() => false);
+  const rank = (lease: PlannedLease): number =>
+    (input.isReady === undefined || input.isReady(lease) ? 0 : 2) + (isOverdue(lease.leaseKey) ? 0 : 1);
+  const lastChangeAt = input.lastChangeAt ?? (() => undefined);
+  const candidates = shuffled(freeOrExpired, input.random)
+    .map((lease) => ({
+      lease,
+      rank: rank(lease),
+      changedAt:
+        lease.owner === null
+          ? Number.NEGATIVE_INFINITY
+          : (lastChangeAt(lease.leaseKey) ?? Number.NEGATIVE_INFINITY),
+    }))
+    .sort((a, b) => a.rank - b.rank || (a.changedAt === b.changedAt ? 0 : a.changedAt > b.changedAt ? -1 : 1))
+    .map(({ lease }) => lease);
+  const overdue = candidates.filter((lease) => isOverdue(lease.leaseKey)).length;
+  for (const lease of candidates.slice(0, Math.min(deficit, Math.max(share, overdue)))) {
     takes.push(takeOf(lease, lease.owner === null ? 'free' : 'expired', false));
   }
   deficit -= takes.length;
   const held = heldBefore + takes.length;
+  const availableLeft = freeOrExpired.length - takes.length;
 
   // 2. Steal from the most loaded worker when it leads by more than one.
   let mostLoadedWorker: string | null = null;
@@ -173,7 +219,13 @@ export function planRebalance(input: RebalanceInput): RebalancePlan {
   }
   let stolen = 0;
   const lead = mostLoadedCount - held;
-  if (mostLoadedWorker !== null && deficit > 0 && lead > 1) {
+  if (
+    mostLoadedWorker !== null &&
+    deficit > 0 &&
+    lead > 1 &&
+    availableLeft === 0 &&
+    input.holdSteals !== true
+  ) {
     // Without overshooting: the victim keeps its target, except that a victim exactly at target gives one
     // lease to a thief short by more than one (otherwise 3,3,3,1 would never even out). A victim left at
     // target has no deficit, so it never steals back; and both bounds keep the thief from passing it.
@@ -210,6 +262,7 @@ export function planRebalance(input: RebalanceInput): RebalancePlan {
       workers: sortedWorkers,
       leaseCounts,
       target,
+      share,
       uncappedTarget,
       spillover: Math.max(0, uncappedTarget - target),
       heldBefore,
@@ -225,6 +278,31 @@ export function planRebalance(input: RebalanceInput): RebalancePlan {
       takenComplete: takes.length - incompleteTakes.length,
     },
   };
+}
+
+/**
+ * How many of `available` leases `self` gets when they go to the lowest holders first, each raised
+ * to a common level. The few left over (fewer than the holders at that level) go one each to the
+ * first of those holders to plan: whoever takes one leaves the level, and the next plan sees one
+ * fewer left over, so the spread still ends within one.
+ */
+export function fairShare(counts: ReadonlyMap<string, number>, available: number, self: string): number {
+  const own = counts.get(self);
+  if (own === undefined || available <= 0) return 0;
+  const sorted = [...counts.values()].sort((a, b) => a - b);
+  let level = sorted[0] as number;
+  let filled = 1;
+  let remaining = available;
+  while (filled < sorted.length) {
+    const cost = ((sorted[filled] as number) - level) * filled;
+    if (cost > remaining) break;
+    remaining -= cost;
+    level = sorted[filled] as number;
+    filled += 1;
+  }
+  level += Math.floor(remaining / filled);
+  if (own > level) return 0;
+  return level - own + (remaining % filled > 0 ? 1 : 0);
 }
 
 function takeOf(lease: PlannedLease, reason: TakeReason, complete: boolean): PlannedTake {

@@ -116,4 +116,41 @@ describe('createRebalancer', () => {
     expect(rebalancer.leaseExpiry.isExpired('k', 110)).toBe(false);
     expect(rebalancer.leaseExpiry.isExpired('k', 111)).toBe(true);
   });
+
+  it('takes a lease it left to another worker once two of its plans, short of target, left it', () => {
+    const rebalancer = createRebalancer({ workerId: 'a', leaseExpiryMs: 45_000, random: () => 0 });
+    const free = fleetLeases({ spare: 2 }).map((lease) => ({ ...lease, owner: null }));
+    let leases = [...fleetLeases({ a: 3, low: 1, big: 6 }), ...free];
+    const workers = [
+      { workerId: 'a', heartbeat: 1 },
+      { workerId: 'low', heartbeat: 1 },
+      { workerId: 'big', heartbeat: 1 },
+    ];
+    // 12 leases over 3 workers: target 4. Both free leases are low's share (1 → 3), so a leaves them,
+    // and low never takes them.
+    for (const now of [0, 6_000]) {
+      const plan = rebalancer.plan({ leases, workers, now });
+      expect(plan.diagnostics).toMatchObject({ target: 4, share: 0, heldBefore: 3 });
+      expect(plan.takes).toEqual([]);
+      leases = renewed(leases, ['a', 'low', 'big']);
+    }
+    const plan = rebalancer.plan({ leases, workers, now: 12_000 });
+    expect(plan.takes.map((take) => [take.reason, take.previousOwner])).toEqual([['free', null]]);
+  });
+
+  it('holds steals for one plan after a worker holding leases came to hold none', () => {
+    const workers = ['a', 'low', 'big', 'gone'].map((workerId) => ({ workerId, heartbeat: 1 }));
+    const steals = (plan: { takes: readonly { reason: string }[] }) =>
+      plan.takes.filter((take) => take.reason === 'steal').length;
+    const rebalancer = createRebalancer({ workerId: 'a', leaseExpiryMs: 45_000, random: () => 0 });
+    const before = [...fleetLeases({ a: 2, low: 1, big: 9 }), ...fleetLeases({ gone: 1 })];
+    // 13 leases over 4 workers: target 4, and big leads a by 7: this listing calls for a steal.
+    expect(steals(rebalancer.plan({ leases: before, workers, now: 0 }))).toBe(1);
+    // gone's lease has passed to low: gone is being shared out, and a steal now is often undone.
+    const after = before.map((lease) =>
+      lease.owner === 'gone' ? { ...lease, owner: 'low', leaseCounter: lease.leaseCounter + 1 } : lease,
+    );
+    expect(steals(rebalancer.plan({ leases: after, workers, now: 6_000 }))).toBe(0);
+    expect(steals(rebalancer.plan({ leases: after, workers, now: 12_000 }))).toBe(1);
+  });
 });

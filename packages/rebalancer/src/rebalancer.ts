@@ -80,6 +80,14 @@ export function createRebalancer(options: RebalancerOptions): Rebalancer {
     workerExpiryMs: options.workerExpiryMs ?? options.leaseExpiryMs,
   });
 
+  // What the previous plan saw. leftForOthers: how many consecutive plans, each short of the target,
+  // left a free or expired lease to another worker's share; after OVERDUE_AFTER_PLANS of them every
+  // other worker has planned at least once (±25% jitter on equal intervals), so whoever the lease was
+  // left to is not taking it. previousOwners and previousLeaseCounts: who held how many leases.
+  let leftForOthers = new Map<string, number>();
+  let previousOwners = new Set<string>();
+  let previousLeaseCounts: ReadonlyMap<string, number> = new Map();
+
   return {
     workerId,
     leaseExpiry,
@@ -87,22 +95,50 @@ export function createRebalancer(options: RebalancerOptions): Rebalancer {
     plan(snapshot) {
       leaseExpiry.observe(snapshot.leases, snapshot.now);
       workerLiveness.observe(snapshot.workers, snapshot.now);
-      return planRebalance({
+      const isExpired = (leaseKey: string): boolean => leaseExpiry.isExpired(leaseKey, snapshot.now);
+      const previous = leftForOthers;
+      const owners = new Set<string>();
+      for (const lease of snapshot.leases) if (lease.owner !== null) owners.add(lease.owner);
+      // A worker that held leases at the previous plan and holds none now has left (crashed or stopped):
+      // the others are still sharing out its leases, each seeing them expire at its own time.
+      let ownerLeft = false;
+      for (const owner of previousOwners) if (!owners.has(owner)) ownerLeft = true;
+      previousOwners = owners;
+      const plan = planRebalance({
         workerId,
         leases: snapshot.leases,
-        isExpired: (leaseKey) => leaseExpiry.isExpired(leaseKey, snapshot.now),
+        isExpired,
+        isOverdue: (leaseKey) => (previous.get(leaseKey) ?? 0) >= OVERDUE_AFTER_PLANS,
+        holdSteals: ownerLeft,
+        lastChangeAt: (leaseKey) => leaseExpiry.lastChangeAt(leaseKey),
+        previousLeaseCounts,
         liveWorkerIds: workerLiveness.liveWorkerIds(snapshot.now),
         maxLeasesToSteal,
         ...(maxLeasesForWorker === undefined ? {} : { maxLeasesForWorker }),
         random,
         ...(snapshot.isReady === undefined ? {} : { isReady: snapshot.isReady }),
       });
+      previousLeaseCounts = new Map(Object.entries(plan.diagnostics.leaseCounts));
+      leftForOthers = new Map();
+      if (plan.diagnostics.heldAfter < plan.diagnostics.target) {
+        const taken = new Set(plan.takes.map((take) => take.leaseKey));
+        for (const lease of snapshot.leases) {
+          if (taken.has(lease.leaseKey) || lease.checkpoint.isShardEnd) continue;
+          if (lease.owner === null || isExpired(lease.leaseKey)) {
+            leftForOthers.set(lease.leaseKey, (previous.get(lease.leaseKey) ?? 0) + 1);
+          }
+        }
+      }
+      return plan;
     },
     recordTake(lease, now) {
       leaseExpiry.recordWrite(lease.leaseKey, lease.leaseCounter, now);
     },
   };
 }
+
+/** Plans of this worker that must have left a lease to others before it takes the lease beyond its share. */
+const OVERDUE_AFTER_PLANS = 2;
 
 function positive(value: unknown): boolean {
   return typeof value === 'number' && Number.isFinite(value) && value > 0;
