@@ -8,7 +8,7 @@ export type {
   RebalancePlan,
   TakeReason,
 } from './plan-rebalance.js';
-export { planRebalance } from './plan-rebalance.js';
+export { fairShare, planRebalance } from './plan-rebalance.js';
 export { nextRebalanceDelay, REBALANCE_JITTER_FRACTION } from './rebalance-delay.js';
 export type { Rebalancer, RebalancerOptions, RebalanceSnapshot } from './rebalancer.js';
 export { createRebalancer } from './rebalancer.js';
