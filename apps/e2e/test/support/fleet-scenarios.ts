@@ -114,13 +114,7 @@ export function describeFleetScenarios(
         const workers = ['w1', 'w2', 'w3'];
         for (const workerId of workers) await fleetHarness.spawn(workerId);
         await waitFor(balanced(fleetHarness, workers, 3), 20_000, 'an even spread');
-        let producing = true;
-        const producer = (async () => {
-          while (producing) {
-            await stream.produce(streamName, 150, 150);
-            await new Promise((resolve) => setTimeout(resolve, 40));
-          }
-        })();
+        const producer = produceContinuously(stream, streamName, 150, 40);
         await waitFor(() => fleetHarness.processedCount() >= 1_500, 30_000, 'records flowing');
         const victimLeases = [...fleetHarness.leasesOf('w2')];
         expect(victimLeases.length).toBeGreaterThan(0);
@@ -138,8 +132,7 @@ export function describeFleetScenarios(
           30_000,
           'the victim’s shards resuming elsewhere',
         );
-        producing = false;
-        await producer;
+        await producer.stop();
         await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
 
@@ -178,13 +171,7 @@ export function describeFleetScenarios(
         const { harness: fleetHarness, streamName } = await fleet(2);
         const workers = ['w1', 'w2', 'w3'];
         for (const workerId of workers) await fleetHarness.spawn(workerId);
-        let producing = true;
-        const producer = (async () => {
-          while (producing) {
-            await stream.produce(streamName, 100, 100);
-            await new Promise((resolve) => setTimeout(resolve, 30));
-          }
-        })();
+        const producer = produceContinuously(stream, streamName, 100, 30);
         await waitFor(() => fleetHarness.processedCount() >= 500, 30_000, 'records flowing');
         const [first, second] = byHashKey(await stream.openShards(streamName));
         await stream.split(streamName, first?.ShardId ?? '');
@@ -196,8 +183,7 @@ export function describeFleetScenarios(
         await waitFor(() => fleetHarness.processedCount() >= 2_500, 30_000, 'records after the merge');
         await stream.updateShardCount(streamName, 4);
         await waitFor(() => fleetHarness.processedCount() >= 3_500, 30_000, 'records after UpdateShardCount');
-        producing = false;
-        await producer;
+        await producer.stop();
         await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
         const result = verify(stream.written, fleetHarness.processed());
@@ -213,13 +199,7 @@ export function describeFleetScenarios(
         const workers = ['w1', 'w2', 'w3'];
         for (const workerId of workers) await fleetHarness.spawn(workerId);
         await waitFor(balanced(fleetHarness, workers, 3), 20_000, 'an even spread');
-        let producing = true;
-        const producer = (async () => {
-          while (producing) {
-            await stream.produce(streamName, 150, 150);
-            await new Promise((resolve) => setTimeout(resolve, 40));
-          }
-        })();
+        const producer = produceContinuously(stream, streamName, 150, 40);
         await waitFor(() => fleetHarness.processedCount() >= 1_000, 30_000, 'records flowing');
         const leaving = [...fleetHarness.leasesOf('w2')];
         const stoppedAt = await fleetHarness.stop('w2');
@@ -251,8 +231,7 @@ export function describeFleetScenarios(
             ),
           ),
         );
-        producing = false;
-        await producer;
+        await producer.stop();
         await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
         expect(taken - released).toBeLessThan(2 * FLEET_TIMING.rebalanceIntervalMs * 1.25 + 500);
@@ -261,4 +240,26 @@ export function describeFleetScenarios(
       });
     },
   );
+}
+
+/** Writes `batch` records over `batch` keys, pausing `pauseMs` between batches, until stopped. */
+function produceContinuously(
+  stream: TestStream,
+  streamName: string,
+  batch: number,
+  pauseMs: number,
+): { stop(): Promise<void> } {
+  let producing = true;
+  const running = (async () => {
+    while (producing) {
+      await stream.produce(streamName, batch, batch);
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      producing = false;
+      await running;
+    },
+  };
 }
