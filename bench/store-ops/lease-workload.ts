@@ -1,4 +1,4 @@
-import type { LeaseStore, LeaseWriteResult } from '@kcl/core';
+import type { LeaseBatchWriteResult, LeaseStore } from '@kcl/core';
 import { ExtendedSequenceNumber, hashKeyRange, MAX_HASH_KEY } from '@kcl/core';
 
 /** Leases of the application; a fleet of `WORKER_COUNT` workers holds them all. */
@@ -113,7 +113,7 @@ export class LeaseWorkload {
   }
 }
 
-function expectWritten(result: LeaseWriteResult, operation: string, leaseKey: string) {
+function expectWritten(result: LeaseBatchWriteResult, operation: string, leaseKey: string) {
   if (!result.ok) {
     throw new Error(
       `bench: ${operation} of ${leaseKey} lost a race (${result.reason}); nothing else writes here`,

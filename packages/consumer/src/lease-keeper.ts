@@ -2,6 +2,7 @@ import type {
   Clock,
   KclEvent,
   Lease,
+  LeaseBatchWriteResult,
   LeaseLossReason,
   LeaseStore,
   LeaseWriteResult,
@@ -231,8 +232,9 @@ export class LeaseKeeper {
     return { renewed, lost };
   }
 
-  async #applyRenewal(entry: Entry, result: LeaseWriteResult, sentAt: number): Promise<boolean> {
+  async #applyRenewal(entry: Entry, result: LeaseBatchWriteResult, sentAt: number): Promise<boolean> {
     if (entry.state !== 'held') return false;
+    if (!result.ok && result.reason === 'failed') return false;
     if (result.ok) {
       this.#refresh(entry, result.lease, sentAt);
       return true;

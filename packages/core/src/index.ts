@@ -43,6 +43,7 @@ export {
 } from './lease.js';
 export type {
   CheckpointUpdate,
+  LeaseBatchWriteResult,
   LeaseMetaUpdate,
   LeaseRenewal,
   LeaseStore,

@@ -15,6 +15,15 @@ export type LeaseWriteResult =
   | { readonly ok: true; readonly lease: Lease }
   | { readonly ok: false; readonly reason: LostRaceReason };
 
+/**
+ * One lease's outcome in a batched write. Besides a write or a lost race, a single lease's write can
+ * fail (throttled, timed out) while the others apply: `failed` means this lease's write may or may not
+ * have applied, so the caller must not assume either.
+ */
+export type LeaseBatchWriteResult =
+  | LeaseWriteResult
+  | { readonly ok: false; readonly reason: 'failed'; readonly error: unknown };
+
 export interface LeaseRenewal {
   readonly leaseKey: string;
   /** The counter the caller last saw. */
@@ -89,8 +98,12 @@ export interface LeaseStore {
 
   /** Increments the counter, proving the owner is alive. */
   renewLease(leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult>;
-  /** Renews several leases; results in the order given. See `capabilities.batchRenew`. */
-  renewLeases(renewals: readonly LeaseRenewal[]): Promise<LeaseWriteResult[]>;
+  /**
+   * Renews several leases; one result per lease, in the order given. A lease whose own write failed
+   * gets a `failed` result while the others report theirs: the call rejects only when it cannot
+   * report per lease (the whole request failed). See `capabilities.batchRenew`.
+   */
+  renewLeases(renewals: readonly LeaseRenewal[]): Promise<LeaseBatchWriteResult[]>;
   /** Sets the owner (counting an owner switch when it changes) and increments the counter. */
   takeLease(leaseKey: string, leaseCounter: number, owner: string): Promise<LeaseWriteResult>;
   /** Clears the owner and increments the counter, so another worker can take the lease at once. */

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LeaseStore, LeaseWriteResult } from '@kcl/core';
+import type { LeaseBatchWriteResult, LeaseStore } from '@kcl/core';
 import { ExtendedSequenceNumber } from '@kcl/core';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,7 +99,7 @@ for (const dialect of TEST_DIALECTS) {
         await stores[0]!.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
       }
       const successes = new Map<string, number>(keys.map((key) => [key, 0]));
-      const count = (leaseKey: string, result: LeaseWriteResult): void => {
+      const count = (leaseKey: string, result: LeaseBatchWriteResult): void => {
         if (result.ok) successes.set(leaseKey, (successes.get(leaseKey) ?? 0) + 1);
       };
       // Every store keeps the counters it last saw; one batch-renews, the others take and checkpoint.
