@@ -16,10 +16,28 @@ export interface FailureOptions {
 
 interface PendingFailure {
   remaining: number;
+  /**
+   * `fail`: the call throws without reaching the store. `lose-response`: the call reaches the store
+   * (a write applies) and then throws, as when the response is lost on the way back. `hang`: the call
+   * waits `hangMs` (forever when infinite) before it reaches the store.
+   */
+  readonly kind: 'fail' | 'lose-response' | 'hang';
   readonly retryable: boolean;
   readonly operations: ReadonlySet<LeaseStoreOperation> | null;
   readonly message: string;
   readonly code: 'LEASE_STORE_UNAVAILABLE' | 'LEASE_STORE_THROTTLED' | 'LEASE_STORE_FAILURE';
+  readonly hangMs: number;
+}
+
+/** What the wrapper does to one call. */
+export interface InjectedFault {
+  readonly latency: number;
+  /** Thrown before the call reaches the store. */
+  readonly error: LeaseStoreError | null;
+  /** Thrown after the call reached the store (its write applied): a lost response. */
+  readonly errorAfter: LeaseStoreError | null;
+  /** Extra wait before the call reaches the store (Infinity: it never does). */
+  readonly hangMs: number;
 }
 
 /** Controls the faults a wrapped store injects. Changes apply to the next call. */
@@ -34,10 +52,46 @@ export class FaultController {
     const retryable = options.retryable ?? true;
     this.#failures.push({
       remaining: count,
+      kind: 'fail',
       retryable,
       operations: options.operations === undefined ? null : new Set(options.operations),
       message: options.message ?? (retryable ? 'injected outage' : 'injected fatal failure'),
       code: retryable ? 'LEASE_STORE_UNAVAILABLE' : 'LEASE_STORE_FAILURE',
+      hangMs: 0,
+    });
+    return this;
+  }
+
+  /**
+   * The next `count` matching calls apply in the store and then throw a retryable error, as when the
+   * response is lost on the way back: the caller cannot tell whether its write applied.
+   */
+  loseResponseNext(count: number, operations?: readonly LeaseStoreOperation[]): this {
+    this.#failures.push({
+      remaining: count,
+      kind: 'lose-response',
+      retryable: true,
+      operations: operations === undefined ? null : new Set(operations),
+      message: 'injected lost response (the call applied)',
+      code: 'LEASE_STORE_UNAVAILABLE',
+      hangMs: 0,
+    });
+    return this;
+  }
+
+  /**
+   * The next `count` matching calls wait `hangMs` on the wrapper's clock before they reach the store
+   * (and then apply, late). `Infinity` makes them hang for good.
+   */
+  hangNext(count: number, hangMs: number, operations?: readonly LeaseStoreOperation[]): this {
+    this.#failures.push({
+      remaining: count,
+      kind: 'hang',
+      retryable: true,
+      operations: operations === undefined ? null : new Set(operations),
+      message: 'injected hang',
+      code: 'LEASE_STORE_UNAVAILABLE',
+      hangMs,
     });
     return this;
   }
@@ -46,10 +100,12 @@ export class FaultController {
   throttleNext(count: number, operations?: readonly LeaseStoreOperation[]): this {
     this.#failures.push({
       remaining: count,
+      kind: 'fail',
       retryable: true,
       operations: operations === undefined ? null : new Set(operations),
       message: 'injected throttling',
       code: 'LEASE_STORE_THROTTLED',
+      hangMs: 0,
     });
     return this;
   }
@@ -82,12 +138,14 @@ export class FaultController {
   }
 
   /** @internal */
-  before(operation: LeaseStoreOperation): { latency: number; error: LeaseStoreError | null } {
+  before(operation: LeaseStoreOperation): InjectedFault {
     this.#calls.set(operation, this.calls(operation) + 1);
     const latency = this.#latency(operation);
     if (this.#unavailable !== null) {
       return {
         latency,
+        errorAfter: null,
+        hangMs: 0,
         error: new LeaseStoreError(
           '@kcl/testkit faulty store',
           `${operation}: store unavailable (injected)`,
@@ -101,16 +159,21 @@ export class FaultController {
     const failure = this.#failures.find(
       (candidate) => candidate.remaining > 0 && (candidate.operations?.has(operation) ?? true),
     );
-    if (failure === undefined) return { latency, error: null };
+    if (failure === undefined) return { latency, error: null, errorAfter: null, hangMs: 0 };
     failure.remaining -= 1;
     this.#failures = this.#failures.filter((candidate) => candidate.remaining > 0);
-    return {
-      latency,
-      error: new LeaseStoreError('@kcl/testkit faulty store', `${operation}: ${failure.message}`, {
-        retryable: failure.retryable,
-        code: failure.code,
-      }),
-    };
+    const error = new LeaseStoreError('@kcl/testkit faulty store', `${operation}: ${failure.message}`, {
+      retryable: failure.retryable,
+      code: failure.code,
+    });
+    switch (failure.kind) {
+      case 'fail':
+        return { latency, error, errorAfter: null, hangMs: 0 };
+      case 'lose-response':
+        return { latency, error: null, errorAfter: error, hangMs: 0 };
+      case 'hang':
+        return { latency, error: null, errorAfter: null, hangMs: failure.hangMs };
+    }
   }
 }
 
@@ -132,13 +195,17 @@ export function createFaultyLeaseStore(
   const wrap =
     <K extends LeaseStoreOperation>(operation: K) =>
     async (...args: Parameters<LeaseStore[K]>): Promise<Awaited<ReturnType<LeaseStore[K]>>> => {
-      const { latency, error } = faults.before(operation);
+      const { latency, error, errorAfter, hangMs } = faults.before(operation);
       if (latency > 0) await clock.sleep(latency);
+      if (hangMs === Number.POSITIVE_INFINITY) await new Promise<never>(() => {});
+      if (hangMs > 0) await clock.sleep(hangMs);
       if (error !== null) throw error;
       const method = inner[operation] as (
         ...methodArgs: Parameters<LeaseStore[K]>
       ) => ReturnType<LeaseStore[K]>;
-      return (await method.apply(inner, args)) as Awaited<ReturnType<LeaseStore[K]>>;
+      const result = (await method.apply(inner, args)) as Awaited<ReturnType<LeaseStore[K]>>;
+      if (errorAfter !== null) throw errorAfter;
+      return result;
     };
 
   return {

@@ -1,11 +1,17 @@
 export type { DynaliteOptions, KinesisLocalOptions, RunningEmulator } from './emulators.js';
 export { freePort, LOCAL_CREDENTIALS, LOCAL_REGION, startDynalite, startKinesisLocal } from './emulators.js';
-export type { FailureOptions, FaultyLeaseStore, LeaseStoreOperation } from './faulty-lease-store.js';
+export type {
+  FailureOptions,
+  FaultyLeaseStore,
+  InjectedFault,
+  LeaseStoreOperation,
+} from './faulty-lease-store.js';
 export { createFaultyLeaseStore, FaultController } from './faulty-lease-store.js';
 export type { ManualClockOptions } from './manual-clock.js';
 export { ManualClock, settle } from './manual-clock.js';
 export type { ApplicationState, MemoryLeaseStore, MemoryLeaseStoreOptions } from './memory-lease-store.js';
 export { createMemoryLeaseStore, MemoryLeaseTable } from './memory-lease-store.js';
+export { seededRandom } from './seeded-random.js';
 export type { ServiceCheck } from './services.js';
 export { checkService, isCi } from './services.js';
 export { waitUntil } from './wait-until.js';

@@ -51,6 +51,11 @@ export interface MemoryLeaseStoreOptions {
   readonly table?: MemoryLeaseTable;
   /** The wall clock for worker heartbeat timestamps. */
   readonly now?: () => number;
+  /**
+   * How a call yields before it acts (default: one event-loop turn). A simulation whose time only
+   * moves between event-loop turns passes a microtask yield instead.
+   */
+  readonly yieldBeforeEachCall?: () => Promise<void>;
 }
 
 export interface MemoryLeaseStore extends LeaseStore {
@@ -69,6 +74,7 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
   const applicationName = options.applicationName;
   const table = options.table ?? new MemoryLeaseTable();
   const now = options.now ?? Date.now;
+  const tick = options.yieldBeforeEachCall ?? nextTurn;
   const state = (): ApplicationState => table.application(applicationName);
 
   const conditional = async (
@@ -212,6 +218,6 @@ function freeze(lease: Lease): Lease {
   });
 }
 
-function tick(): Promise<void> {
+function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
