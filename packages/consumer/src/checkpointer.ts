@@ -18,18 +18,30 @@ export interface ShardCheckpointerOptions {
  * The checkpointer of one lease incarnation. It enforces the Java KCL's rules: a checkpoint never goes
  * backwards, never past the last record delivered to the processor, and reaches SHARD_END only inside
  * `shardEnded`; checkpointing the current value again is free (no write).
+ *
+ * A checkpoint without arguments means "everything delivered": the end of the batch being delivered,
+ * or of the last batch whose delivery completed. A delivery cut short (the worker stopping, the lease
+ * lost, `processRecords` throwing) does not count: afterwards, a checkpoint without arguments (in
+ * `shutdownRequested`, say) names the end of the last completed batch, never records the processor
+ * may not have handled. Explicit positions up to the last record handed over stay allowed.
  */
 export class ShardCheckpointer implements Checkpointer {
   readonly #options: ShardCheckpointerOptions;
   readonly #mutex = new Mutex();
   #lastCheckpoint: ExtendedSequenceNumber;
   #largestPermitted: ExtendedSequenceNumber;
+  /** What a checkpoint without arguments names. */
+  #delivered: ExtendedSequenceNumber;
+  /** `#delivered` before the delivery in progress began. */
+  #deliveredBefore: ExtendedSequenceNumber;
   #lastRecordAtShardEnd: ExtendedSequenceNumber | null = null;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
     this.#lastCheckpoint = options.held.lease.checkpoint;
     this.#largestPermitted = options.held.lease.checkpoint;
+    this.#delivered = options.held.lease.checkpoint;
+    this.#deliveredBefore = options.held.lease.checkpoint;
   }
 
   get lastCheckpoint(): ExtendedSequenceNumber {
@@ -41,9 +53,30 @@ export class ShardCheckpointer implements Checkpointer {
     return this.#largestPermitted;
   }
 
+  /** What a checkpoint without arguments names now. */
+  get delivered(): ExtendedSequenceNumber {
+    return this.#delivered.isAfter(this.#lastCheckpoint) ? this.#delivered : this.#lastCheckpoint;
+  }
+
   /** Records were delivered up to `position`: checkpoints may now go that far. */
   allowUpTo(position: ExtendedSequenceNumber): void {
     if (position.isAfter(this.#largestPermitted)) this.#largestPermitted = position;
+    if (position.isAfter(this.#delivered)) this.#delivered = position;
+  }
+
+  /** A delivery up to `position` begins: during it, a checkpoint without arguments names `position`. */
+  beginDelivery(position: ExtendedSequenceNumber): void {
+    this.#deliveredBefore = this.#delivered;
+    this.allowUpTo(position);
+  }
+
+  /**
+   * The delivery ended: `completed` when the processor returned normally (or the batch was skipped on
+   * purpose); otherwise a checkpoint without arguments goes back to naming the last completed batch.
+   */
+  endDelivery(completed: boolean): void {
+    if (!completed) this.#delivered = this.#deliveredBefore;
+    this.#deliveredBefore = this.#delivered;
   }
 
   /** The shard has ended: from now on `checkpoint()` means SHARD_END. */
@@ -51,6 +84,7 @@ export class ShardCheckpointer implements Checkpointer {
     if (!this.#largestPermitted.isShardEnd) {
       this.#lastRecordAtShardEnd = this.#largestPermitted.isSentinel ? null : this.#largestPermitted;
       this.#largestPermitted = ExtendedSequenceNumber.SHARD_END;
+      this.#delivered = ExtendedSequenceNumber.SHARD_END;
     }
   }
 
@@ -90,7 +124,7 @@ export class ShardCheckpointer implements Checkpointer {
           `@kcl/consumer: lease ${leaseKey}: a sub-sequence number needs a sequence number`,
         );
       }
-      target = this.#largestPermitted;
+      target = this.delivered;
     } else {
       try {
         target = ExtendedSequenceNumber.of(sequenceNumber, subSequenceNumber ?? 0);
@@ -128,8 +162,17 @@ export class ShardCheckpointer implements Checkpointer {
     pendingCheckpoint: ExtendedSequenceNumber | null,
   ): Promise<void> {
     const { held, keeper, store, workerId, emit } = this.#options;
-    const result = await keeper.write(held, 'checkpoint', (lease) =>
-      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, { checkpoint, pendingCheckpoint }),
+    const result = await keeper.write(
+      held,
+      'checkpoint',
+      (lease) =>
+        store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, { checkpoint, pendingCheckpoint }),
+      (stored) =>
+        stored.owner === workerId &&
+        stored.checkpoint.equals(checkpoint) &&
+        (pendingCheckpoint === null
+          ? stored.pendingCheckpoint === null
+          : stored.pendingCheckpoint?.equals(pendingCheckpoint) === true),
     );
     if (result === null) {
       throw new LeaseLostError(

@@ -56,8 +56,19 @@ export interface ConsumerOptions {
   readonly shardSyncIntervalMs?: number;
   /** How often finished parent leases are checked for deletion. Default 60 000. */
   readonly leaseCleanupIntervalMs?: number;
-  /** Longest wait for a processor's `shutdownRequested` during a graceful stop. Default 30 000. */
+  /**
+   * The longest a graceful stop takes: processors get until then to finish their batch and checkpoint
+   * in `shutdownRequested`; whatever is still running then is abandoned (its leases expire for the
+   * others). Default 30 000.
+   */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * The longest the runtime waits for one lease store call (renew, checkpoint, list, …) before it treats
+   * the call as failed; must be below `leaseExpiryMs`. Default 10 000, or the renew interval if smaller.
+   */
+  readonly storeCallTimeoutMs?: number;
+  /** The longest the runtime waits for one Kinesis call before it aborts and retries it. Default 30 000. */
+  readonly kinesisCallTimeoutMs?: number;
   /** Call `processRecords` even for empty batches (for heartbeat-style processors). Default false. */
   readonly callProcessRecordsEvenForEmptyRecordList?: boolean;
   /** The KCL-style processor factory: one processor per lease incarnation (or use `pipeline`). */
@@ -97,6 +108,8 @@ export interface ResolvedConsumerOptions {
   readonly shardSyncIntervalMs: number;
   readonly leaseCleanupIntervalMs: number;
   readonly shutdownTimeoutMs: number;
+  readonly storeCallTimeoutMs: number;
+  readonly kinesisCallTimeoutMs: number;
   readonly callProcessRecordsEvenForEmptyRecordList: boolean;
   readonly processingRetry: { readonly initialMs: number; readonly maxMs: number };
   readonly kinesisRetry: { readonly initialMs: number; readonly maxMs: number };
@@ -115,6 +128,8 @@ export const CONSUMER_DEFAULTS = {
   shardSyncIntervalMs: 60_000,
   leaseCleanupIntervalMs: 60_000,
   shutdownTimeoutMs: 30_000,
+  storeCallTimeoutMs: 10_000,
+  kinesisCallTimeoutMs: 30_000,
 } as const;
 
 const ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/;
@@ -242,6 +257,17 @@ export function resolveConsumerOptions(
     1,
   );
   const shutdownTimeoutMs = integer('shutdownTimeoutMs', CONSUMER_DEFAULTS.shutdownTimeoutMs, 0);
+  const storeCallTimeoutMs = integer(
+    'storeCallTimeoutMs',
+    Math.min(CONSUMER_DEFAULTS.storeCallTimeoutMs, leaseRenewIntervalMs),
+    1,
+  );
+  if (given.storeCallTimeoutMs !== undefined && storeCallTimeoutMs >= leaseExpiryMs) {
+    problems.push(
+      `storeCallTimeoutMs (${storeCallTimeoutMs}) must be below leaseExpiryMs (${leaseExpiryMs}): a renewal that may take longer than the lease lasts cannot keep it`,
+    );
+  }
+  const kinesisCallTimeoutMs = integer('kinesisCallTimeoutMs', CONSUMER_DEFAULTS.kinesisCallTimeoutMs, 1);
 
   const retry = (name: 'processingRetry' | 'kinesisRetry', initialMs: number, maxMs: number) => {
     const value = given[name];
@@ -287,6 +313,8 @@ export function resolveConsumerOptions(
     shardSyncIntervalMs,
     leaseCleanupIntervalMs,
     shutdownTimeoutMs,
+    storeCallTimeoutMs,
+    kinesisCallTimeoutMs,
     callProcessRecordsEvenForEmptyRecordList: given.callProcessRecordsEvenForEmptyRecordList ?? false,
     processingRetry,
     kinesisRetry,

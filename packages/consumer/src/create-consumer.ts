@@ -9,6 +9,7 @@ import { createLeasePlanner } from './lease-planner.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
 import { createPipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
 import type { RecordProcessorFactory } from './record-processor.js';
+import { withStoreDeadlines } from './store-deadlines.js';
 import { type LeaseStatus, Worker } from './worker.js';
 
 export type ConsumerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
@@ -84,7 +85,11 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     options.kinesis instanceof KinesisClient
       ? options.kinesis
       : new KinesisClient({ ...options.kinesis, requestHandler: new NodeHttpHandler() });
-  const stream = new KinesisStream(kinesis, resolved.streamIdentity, { clock, random });
+  const stream = new KinesisStream(kinesis, resolved.streamIdentity, {
+    clock,
+    random,
+    callTimeoutMs: resolved.kinesisCallTimeoutMs,
+  });
 
   let state: ConsumerState = 'created';
   let starting: Promise<void> | null = null;
@@ -101,7 +106,7 @@ export function createConsumer(options: ConsumerOptions): Consumer {
 
   const worker = new Worker({
     options: resolved,
-    store: options.leaseStore,
+    store: withStoreDeadlines(options.leaseStore, clock, resolved.storeCallTimeoutMs),
     stream,
     processorFactory,
     onProcessingError: options.onProcessingError ?? null,
@@ -124,7 +129,9 @@ export function createConsumer(options: ConsumerOptions): Consumer {
   });
 
   const finish = async (graceful: boolean): Promise<void> => {
-    // Let a start in progress settle first, so the loops it starts are stopped too.
+    // Let a start in progress settle first (a start still retrying gives up), so the loops it starts
+    // are stopped too.
+    worker.cancelStart();
     if (starting !== null && state === 'starting') await starting.catch(() => undefined);
     state = 'stopping';
     try {
@@ -150,9 +157,11 @@ export function createConsumer(options: ConsumerOptions): Consumer {
           state = 'running';
         },
         async (error: unknown) => {
+          // A stop under way (it made the start give up) finishes the consumer itself.
+          if (stopping !== null) throw error;
           failure = error;
           state = 'stopping';
-          stopping ??= finish(false);
+          stopping = finish(false);
           await stopping.catch(() => undefined);
           throw error;
         },

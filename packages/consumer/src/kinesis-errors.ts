@@ -1,3 +1,15 @@
+import { KclError } from '@kcl/core';
+
+/** A Kinesis call that did not answer within the consumer's `kinesisCallTimeoutMs`. */
+export class KinesisCallTimeoutError extends KclError {
+  constructor(operation: string, timeoutMs: number) {
+    super(
+      'KINESIS_FAILURE',
+      `@kcl/consumer: Kinesis ${operation} did not answer within ${timeoutMs} ms (kinesisCallTimeoutMs); retrying`,
+      { retryable: true },
+    );
+  }
+}
 /** How the runtime reacts to a failed Kinesis call. */
 export type KinesisErrorKind =
   /** Throughput exceeded: back off exponentially, then retry. */
@@ -46,6 +58,7 @@ export function classifyKinesisError(error: unknown): KinesisErrorKind {
   if (typeof error !== 'object' || error === null) return 'transient';
   const sdk = error as SdkLikeError;
   const name = sdk.name ?? '';
+  if (error instanceof KinesisCallTimeoutError) return 'transient';
   if (THROTTLED.has(name)) return 'throttled';
   if (name === 'ExpiredIteratorException') return 'expired-iterator';
   if (name === 'ResourceNotFoundException') return 'not-found';

@@ -10,7 +10,8 @@ import {
 } from '@aws-sdk/client-kinesis';
 import type { Clock, RandomSource } from '@kcl/core';
 import { Backoff } from './backoff.js';
-import { classifyKinesisError } from './kinesis-errors.js';
+import { withDeadline } from './deadline.js';
+import { classifyKinesisError, KinesisCallTimeoutError } from './kinesis-errors.js';
 
 /** Where a shard iterator starts. */
 export type IteratorPosition =
@@ -27,6 +28,8 @@ export interface KinesisStreamOptions {
   readonly random: RandomSource;
   /** Attempts for ListShards when throttled or failing transiently (the Java KCL uses 50 × 1.5 s). */
   readonly listShardsAttempts?: number;
+  /** The longest one call may take before it is aborted (and fails as a transient error). Default 30 000. */
+  readonly callTimeoutMs?: number;
 }
 
 /** The calls the runtime makes against one stream. `KinesisStream` is the implementation. */
@@ -51,6 +54,7 @@ export class KinesisStream implements StreamReader {
   readonly #clock: Clock;
   readonly #random: RandomSource;
   readonly #listShardsAttempts: number;
+  readonly #callTimeoutMs: number;
 
   constructor(client: KinesisClient, identity: StreamIdentity, options: KinesisStreamOptions) {
     this.client = client;
@@ -58,6 +62,22 @@ export class KinesisStream implements StreamReader {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#listShardsAttempts = options.listShardsAttempts ?? 20;
+    this.#callTimeoutMs = options.callTimeoutMs ?? 30_000;
+  }
+
+  /** Sends one command with the call deadline; the caller's signal aborts it too. */
+  #send<T>(
+    operation: string,
+    signal: AbortSignal | undefined,
+    send: (options: { abortSignal?: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
+    return withDeadline(
+      this.#clock,
+      this.#callTimeoutMs,
+      (deadline) =>
+        send({ abortSignal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]) }),
+      () => new KinesisCallTimeoutError(operation, this.#callTimeoutMs),
+    );
   }
 
   /** A short name for logs. */
@@ -93,14 +113,17 @@ export class KinesisStream implements StreamReader {
     const shards: Shard[] = [];
     let nextToken: string | undefined;
     do {
-      const page = await this.client.send(
-        nextToken === undefined
-          ? new ListShardsCommand({
-              ...this.#streamParameters(),
-              ...(filter === undefined ? {} : { ShardFilter: filter }),
-            })
-          : new ListShardsCommand({ NextToken: nextToken }),
-        signal === undefined ? {} : { abortSignal: signal },
+      const token = nextToken;
+      const page = await this.#send('ListShards', signal, (options) =>
+        this.client.send(
+          token === undefined
+            ? new ListShardsCommand({
+                ...this.#streamParameters(),
+                ...(filter === undefined ? {} : { ShardFilter: filter }),
+              })
+            : new ListShardsCommand({ NextToken: token }),
+          options,
+        ),
       );
       shards.push(...(page.Shards ?? []));
       nextToken = page.NextToken;
@@ -118,9 +141,8 @@ export class KinesisStream implements StreamReader {
         ? { StartingSequenceNumber: position.sequenceNumber }
         : {}),
     };
-    const output = await this.client.send(
-      new GetShardIteratorCommand(input),
-      signal === undefined ? {} : { abortSignal: signal },
+    const output = await this.#send('GetShardIterator', signal, (options) =>
+      this.client.send(new GetShardIteratorCommand(input), options),
     );
     if (output.ShardIterator === undefined) {
       throw new Error(`@kcl/consumer: GetShardIterator returned no iterator for ${shardId}`);
@@ -129,13 +151,15 @@ export class KinesisStream implements StreamReader {
   }
 
   getRecords(shardIterator: string, limit: number, signal?: AbortSignal): Promise<GetRecordsCommandOutput> {
-    return this.client.send(
-      new GetRecordsCommand({
-        ShardIterator: shardIterator,
-        Limit: limit,
-        ...('streamArn' in this.identity ? { StreamARN: this.identity.streamArn } : {}),
-      }),
-      signal === undefined ? {} : { abortSignal: signal },
+    return this.#send('GetRecords', signal, (options) =>
+      this.client.send(
+        new GetRecordsCommand({
+          ShardIterator: shardIterator,
+          Limit: limit,
+          ...('streamArn' in this.identity ? { StreamARN: this.identity.streamArn } : {}),
+        }),
+        options,
+      ),
     );
   }
 }

@@ -56,7 +56,7 @@ describe('LeaseKeeper', () => {
     await clock.advance(5_000);
     const renewing = keeper.renewAll();
     await clock.advance(4_000);
-    expect(await renewing).toEqual({ renewed: 1, lost: 0 });
+    expect(await renewing).toEqual({ renewed: 1, lost: 0, failed: 0 });
     // Sent at 5 000: expires after 15 000 even though it returned at 9 000.
     await clock.advance(6_000);
     expect(held.isHeld()).toBe(true);
@@ -69,7 +69,7 @@ describe('LeaseKeeper', () => {
     const a = keeper.adopt(await take('a'), clock.monotonicNow());
     const b = keeper.adopt(await take('b'), clock.monotonicNow());
     await clock.advance(5_000);
-    expect(await keeper.renewAll()).toEqual({ renewed: 2, lost: 0 });
+    expect(await keeper.renewAll()).toEqual({ renewed: 2, lost: 0, failed: 0 });
     expect(a.lease.leaseCounter).toBe(2);
     expect(b.lease.leaseCounter).toBe(2);
     expect((await store.getLease('a'))?.leaseCounter).toBe(2);
@@ -82,7 +82,7 @@ describe('LeaseKeeper', () => {
     const held = keeper.adopt(await take('a'), clock.monotonicNow());
     const stolen = await store.takeLease('a', held.lease.leaseCounter, 'thief');
     expect(stolen.ok).toBe(true);
-    expect(await keeper.renewAll()).toEqual({ renewed: 0, lost: 1 });
+    expect(await keeper.renewAll()).toEqual({ renewed: 0, lost: 1, failed: 0 });
     expect(lost).toEqual(['a:taken-by-other']);
     const write = await keeper.write(held, 'checkpoint', (lease) =>
       store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
@@ -107,7 +107,7 @@ describe('LeaseKeeper', () => {
     expect(lost).toEqual([]);
     expect(held.isHeld()).toBe(true);
     const again = await keeper.renewAll();
-    expect(again).toEqual({ renewed: 1, lost: 0 });
+    expect(again).toEqual({ renewed: 1, lost: 0, failed: 0 });
     expect((await store.getLease('a'))?.checkpoint.toString()).toBe('7');
   });
 
@@ -174,7 +174,7 @@ describe('LeaseKeeper', () => {
     await expect(keeper.renewAll()).rejects.toThrow(/unavailable/);
     expect(held.isHeld()).toBe(true);
     await clock.advance(1_001);
-    await expect(keeper.renewAll()).resolves.toEqual({ renewed: 0, lost: 0 });
+    await expect(keeper.renewAll()).resolves.toEqual({ renewed: 0, lost: 0, failed: 0 });
     expect(lost).toEqual(['a:expired']);
   });
 });

@@ -19,7 +19,7 @@ export interface HeldLease {
   readonly signal: AbortSignal;
   /** The latest copy this worker wrote or read. */
   readonly lease: Lease;
-  /** Held and not locally expired. */
+  /** Held and not locally expired. A lease found expired is declared lost on the spot. */
   isHeld(): boolean;
 }
 
@@ -36,6 +36,11 @@ class Entry implements HeldLease {
   lease: Lease;
   lastWriteSentAt: number;
   state: EntryState = 'held';
+  /**
+   * A write of this lease failed without an answer (an error, a timeout, a `failed` batch result): it
+   * may have applied, so the counter this worker knows may be behind the stored one.
+   */
+  uncertain = false;
   readonly #keeper: LeaseKeeper;
 
   constructor(keeper: LeaseKeeper, lease: Lease, incarnation: number, writeSentAt: number) {
@@ -66,16 +71,42 @@ export interface LeaseKeeperOptions {
   readonly onLost: (held: HeldLease, reason: LeaseLossReason) => void;
 }
 
+/** What one round of renewals did. */
+export interface RenewalRound {
+  readonly renewed: number;
+  readonly lost: number;
+  /** Renewals that failed without an answer: the leases are still held and are renewed again soon. */
+  readonly failed: number;
+}
+
+/**
+ * Decides whether a stored lease shows that a write applied: used when a write lost its race on the
+ * counter, to tell "our own earlier attempt applied" from "someone else wrote".
+ */
+type Reflects = (stored: Lease) => boolean;
+
+type MismatchVerdict =
+  | { readonly kind: 'applied'; readonly lease: Lease }
+  | { readonly kind: 'resynced'; readonly lease: Lease }
+  | { readonly kind: 'lost'; readonly reason: LeaseLossReason };
+
 /**
  * The leases this worker holds. All conditional writes of one lease go through here, one at a time,
  * so renewals and checkpoints never race each other on the counter. A lease is treated as lost the
  * moment it has not been written successfully within the lease expiry — measured from when that write
- * was *sent*, so this worker always gives a lease up before any other worker can judge it expired.
+ * was *sent*, so this worker always gives a lease up before any other worker can judge it expired —
+ * and that moment is kept by the clock (`watchExpiry`), not by a store call returning.
+ *
+ * A write that failed without an answer may have applied. The keeper remembers that (the entry is
+ * `uncertain`): when a later write then loses its race on the counter while the stored lease is still
+ * this worker's, it adopts the stored counter and writes again, instead of claiming a write it cannot
+ * prove or giving up a lease it still owns.
  */
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   readonly #entries = new Map<string, Entry>();
   #incarnations = 0;
+  #wake: AbortController | null = null;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -90,12 +121,13 @@ export class LeaseKeeper {
     this.#incarnations += 1;
     const entry = new Entry(this, lease, this.#incarnations, writeSentAt);
     this.#entries.set(lease.leaseKey, entry);
+    this.#wake?.abort();
     return entry;
   }
 
   get(leaseKey: string): HeldLease | undefined {
     const entry = this.#entries.get(leaseKey);
-    return entry?.state === 'held' ? entry : undefined;
+    return entry !== undefined && this.isHeld(entry) ? entry : undefined;
   }
 
   /** Leases currently held (and not locally expired). */
@@ -110,7 +142,11 @@ export class LeaseKeeper {
   isHeld(held: HeldLease): boolean {
     const entry = this.#entries.get(held.leaseKey);
     if (entry !== held || entry.state !== 'held') return false;
-    return this.#options.clock.monotonicNow() - entry.lastWriteSentAt <= this.#options.leaseExpiryMs;
+    if (this.#options.clock.monotonicNow() - entry.lastWriteSentAt > this.#options.leaseExpiryMs) {
+      this.markLost(entry, 'expired');
+      return false;
+    }
+    return true;
   }
 
   /** When the earliest held lease expires unless renewed (monotonic ms), or null. */
@@ -126,64 +162,110 @@ export class LeaseKeeper {
 
   /** Declares every lease that expired locally lost. */
   expireOverdue(): void {
-    const now = this.#options.clock.monotonicNow();
-    for (const entry of [...this.#entries.values()]) {
-      if (entry.state === 'held' && now - entry.lastWriteSentAt > this.#options.leaseExpiryMs) {
-        this.markLost(entry, 'expired');
-      }
+    for (const entry of [...this.#entries.values()]) this.isHeld(entry);
+  }
+
+  /**
+   * Declares leases lost at the moment they expire, until `signal` aborts. Runs on its own, so a renewal
+   * or checkpoint that hangs cannot keep a lease alive past its expiry.
+   */
+  async watchExpiry(signal: AbortSignal): Promise<void> {
+    const { clock, leaseExpiryMs } = this.#options;
+    while (!signal.aborted) {
+      this.expireOverdue();
+      const next = this.nextExpiry();
+      const wake = new AbortController();
+      this.#wake = wake;
+      const wait = next === null ? leaseExpiryMs : Math.max(1, next + 1 - clock.monotonicNow());
+      await clock.sleep(wait, AbortSignal.any([signal, wake.signal]));
     }
   }
 
   /**
    * Runs one conditional write of a held lease, serialised with its other writes. The write gets the
    * current copy (with the counter to condition on). Success refreshes the copy and the expiry; a lost
-   * race means another worker has the lease (or it was deleted), so it is declared lost.
+   * race means another worker has the lease (or it was deleted), so it is declared lost. Returns null
+   * when the lease is not held (any more): a write that succeeded after the lease was given up is
+   * handed back to the store at once.
    */
   async write(
     held: HeldLease,
     operation: string,
     write: (lease: Lease) => Promise<LeaseWriteResult>,
+    reflects: Reflects = (stored) => stored.owner === this.#options.workerId,
   ): Promise<LeaseWriteResult | null> {
     const entry = this.#entries.get(held.leaseKey);
     if (entry === undefined || entry !== held) return null;
-    return entry.mutex.run(async () => {
-      if (!this.isHeld(entry)) {
-        if (entry.state === 'held') this.markLost(entry, 'expired');
-        return null;
-      }
+    return entry.mutex.run(() => this.#writeLocked(entry, operation, write, reflects));
+  }
+
+  async #writeLocked(
+    entry: Entry,
+    operation: string,
+    write: (lease: Lease) => Promise<LeaseWriteResult>,
+    reflects: Reflects,
+  ): Promise<LeaseWriteResult | null> {
+    for (let attempt = 1; ; attempt++) {
+      if (!this.isHeld(entry)) return null;
       const sentAt = this.#options.clock.monotonicNow();
       const sentCounter = entry.lease.leaseCounter;
-      const result = await write(entry.lease);
+      let result: LeaseWriteResult;
+      try {
+        result = await write(entry.lease);
+      } catch (error) {
+        entry.uncertain = true;
+        throw error;
+      }
+      if (entry.state !== 'held') {
+        if (result.ok) this.#handBack(result.lease, operation);
+        return null;
+      }
       if (result.ok) {
         this.#refresh(entry, result.lease, sentAt);
         return result;
       }
-      const recovered = await this.#recoverSpuriousFailure(entry, sentCounter, result);
-      if (recovered !== null) {
-        this.#refresh(entry, recovered, sentAt);
-        return { ok: true, lease: recovered };
+      const verdict = await this.#judgeMismatch(entry, sentCounter, result, reflects);
+      if (entry.state !== 'held') return null;
+      if (verdict.kind === 'applied') {
+        this.#refresh(entry, verdict.lease, sentAt);
+        return { ok: true, lease: verdict.lease };
+      }
+      if (verdict.kind === 'resynced' && attempt === 1) {
+        this.#options.logger.info(
+          'lease counter was behind the store after an unanswered write; writing again',
+          {
+            leaseKey: entry.leaseKey,
+            operation,
+            leaseCounter: verdict.lease.leaseCounter,
+          },
+        );
+        entry.lease = verdict.lease;
+        entry.uncertain = false;
+        continue;
       }
       this.#options.logger.info('lease lost on write', {
         leaseKey: entry.leaseKey,
         operation,
         reason: result.reason,
       });
-      this.markLost(entry, result.reason === 'not-found' ? 'deleted' : 'taken-by-other');
+      this.markLost(entry, verdict.kind === 'lost' ? verdict.reason : 'taken-by-other');
       return result;
-    });
+    }
   }
 
   /**
    * Renews every held lease: in one call when the store can batch, else one call per lease. A lease
-   * busy with another write (a checkpoint, which renews it too) is skipped this round.
+   * busy with another write (a checkpoint, which renews it too) is skipped this round. A renewal that
+   * failed without an answer leaves the lease held (`failed`), for the caller to retry soon.
    */
-  async renewAll(): Promise<{ renewed: number; lost: number }> {
+  async renewAll(): Promise<RenewalRound> {
     this.expireOverdue();
     const { store } = this.#options;
     const due = [...this.#entries.values()].filter((entry) => entry.state === 'held' && !entry.mutex.locked);
-    if (due.length === 0) return { renewed: 0, lost: 0 };
+    if (due.length === 0) return { renewed: 0, lost: 0, failed: 0 };
     let renewed = 0;
     let lost = 0;
+    let failed = 0;
     if (store.capabilities.batchRenew) {
       // Hold every lease's turn while the one batched call is in flight.
       const release: Array<() => void> = [];
@@ -202,15 +284,22 @@ export class LeaseKeeper {
       await Promise.all(locked);
       try {
         const sentAt = this.#options.clock.monotonicNow();
-        const live = due.filter((entry) => entry.state === 'held');
-        const results = await store.renewLeases(
-          live.map((entry) => ({ leaseKey: entry.leaseKey, leaseCounter: entry.lease.leaseCounter })),
-        );
+        const live = due.filter((entry) => this.isHeld(entry));
+        if (live.length === 0) return { renewed: 0, lost: 0, failed: 0 };
+        let results: LeaseBatchWriteResult[];
+        try {
+          results = await store.renewLeases(
+            live.map((entry) => ({ leaseKey: entry.leaseKey, leaseCounter: entry.lease.leaseCounter })),
+          );
+        } catch (error) {
+          for (const entry of live) entry.uncertain = true;
+          throw error;
+        }
         for (const [index, entry] of live.entries()) {
-          const result = results[index];
-          if (result === undefined) continue;
-          if (await this.#applyRenewal(entry, result, sentAt)) renewed += 1;
-          else lost += 1;
+          const outcome = await this.#applyRenewal(entry, results[index], sentAt);
+          if (outcome === 'renewed') renewed += 1;
+          else if (outcome === 'lost') lost += 1;
+          else if (outcome === 'failed') failed += 1;
         }
       } finally {
         for (const done of release) done();
@@ -220,57 +309,105 @@ export class LeaseKeeper {
       const queue = [...due];
       const renewNext = async (): Promise<void> => {
         for (let entry = queue.shift(); entry !== undefined; entry = queue.shift()) {
-          const result = await this.write(entry, 'renew', (lease) =>
-            store.renewLease(lease.leaseKey, lease.leaseCounter),
-          );
-          if (result?.ok) renewed += 1;
-          else if (result !== null) lost += 1;
+          try {
+            const result = await this.write(entry, 'renew', (lease) =>
+              store.renewLease(lease.leaseKey, lease.leaseCounter),
+            );
+            if (result?.ok) renewed += 1;
+            else if (result !== null) lost += 1;
+          } catch (error) {
+            failed += 1;
+            this.#options.logger.warn('renewing a lease failed', { leaseKey: entry.leaseKey, error });
+          }
         }
       };
       await Promise.all(Array.from({ length: Math.min(RENEW_CONCURRENCY, queue.length) }, renewNext));
     }
-    return { renewed, lost };
+    return { renewed, lost, failed };
   }
 
-  async #applyRenewal(entry: Entry, result: LeaseBatchWriteResult, sentAt: number): Promise<boolean> {
-    if (entry.state !== 'held') return false;
-    if (!result.ok && result.reason === 'failed') return false;
+  /** Applies one lease's batched renewal result; the lease's turn is held by the caller. */
+  async #applyRenewal(
+    entry: Entry,
+    result: LeaseBatchWriteResult | undefined,
+    sentAt: number,
+  ): Promise<'renewed' | 'lost' | 'failed' | 'skipped'> {
+    if (entry.state !== 'held') {
+      if (result?.ok === true) this.#handBack(result.lease, 'renew');
+      return 'skipped';
+    }
+    if (result === undefined || (!result.ok && result.reason === 'failed')) {
+      entry.uncertain = true;
+      return 'failed';
+    }
     if (result.ok) {
       this.#refresh(entry, result.lease, sentAt);
-      return true;
+      return 'renewed';
     }
-    const recovered = await this.#recoverSpuriousFailure(entry, entry.lease.leaseCounter, result);
-    if (recovered !== null) {
-      this.#refresh(entry, recovered, sentAt);
-      return true;
+    const verdict = await this.#judgeMismatch(
+      entry,
+      entry.lease.leaseCounter,
+      result,
+      (stored) => stored.owner === this.#options.workerId,
+    );
+    if (entry.state !== 'held') return 'lost';
+    if (verdict.kind === 'applied') {
+      this.#refresh(entry, verdict.lease, sentAt);
+      return 'renewed';
     }
-    this.markLost(entry, result.reason === 'not-found' ? 'deleted' : 'taken-by-other');
-    return false;
+    if (verdict.kind === 'resynced') {
+      // An earlier unanswered write of ours applied: renew again now, from the stored counter.
+      entry.lease = verdict.lease;
+      entry.uncertain = false;
+      try {
+        const again = await this.#writeLocked(
+          entry,
+          'renew',
+          (lease) => this.#options.store.renewLease(lease.leaseKey, lease.leaseCounter),
+          (stored) => stored.owner === this.#options.workerId,
+        );
+        if (again?.ok === true) return 'renewed';
+        return again === null ? 'skipped' : 'lost';
+      } catch {
+        return 'failed';
+      }
+    }
+    this.markLost(entry, verdict.reason);
+    return 'lost';
   }
 
   /**
-   * A retried request may have applied the first time and then failed its condition the second time.
-   * If the stored lease is still ours and exactly one write ahead, that write was ours.
+   * A write lost its race on the counter. Reads the stored lease to tell why:
+   * - `applied`: a retried request of this very write had applied (the stored lease shows the write,
+   *   one counter ahead, and no earlier write of this lease went unanswered);
+   * - `resynced`: the lease is still this worker's but an earlier unanswered write of ours moved the
+   *   counter: adopt the stored copy and write again;
+   * - `lost`: another worker took it, or it is gone.
    */
-  async #recoverSpuriousFailure(
+  async #judgeMismatch(
     entry: Entry,
     sentCounter: number,
     result: Extract<LeaseWriteResult, { ok: false }>,
-  ): Promise<Lease | null> {
-    if (result.reason !== 'counter-mismatch') return null;
-    try {
-      const current = await this.#options.store.getLease(entry.leaseKey);
-      if (
-        current !== null &&
-        current.owner === this.#options.workerId &&
-        current.leaseCounter === sentCounter + 1
-      ) {
-        return current;
-      }
-    } catch {
-      // The write failed; without a read we cannot prove it applied.
+    reflects: Reflects,
+  ): Promise<MismatchVerdict> {
+    if (result.reason !== 'counter-mismatch') {
+      return { kind: 'lost', reason: result.reason === 'not-found' ? 'deleted' : 'taken-by-other' };
     }
-    return null;
+    let current: Lease | null;
+    try {
+      current = await this.#options.store.getLease(entry.leaseKey);
+    } catch {
+      // Without a read nothing can be proven: give the lease up (the safe side).
+      return { kind: 'lost', reason: 'taken-by-other' };
+    }
+    if (current === null) return { kind: 'lost', reason: 'deleted' };
+    if (!entry.uncertain && current.leaseCounter === sentCounter + 1 && reflects(current)) {
+      return { kind: 'applied', lease: current };
+    }
+    if (current.owner === this.#options.workerId && current.leaseCounter > sentCounter) {
+      return { kind: 'resynced', lease: current };
+    }
+    return { kind: 'lost', reason: 'taken-by-other' };
   }
 
   /**
@@ -307,14 +444,26 @@ export class LeaseKeeper {
 
   /**
    * Gives a lease back (owner cleared) so another worker can take it at once. Returns whether the
-   * release was written; either way the lease is no longer held.
+   * release was written; either way — a failed write included — the lease is no longer held (it then
+   * expires for the others).
    */
   async release(held: HeldLease): Promise<boolean> {
     const entry = this.#entries.get(held.leaseKey);
     if (entry === undefined || entry !== held || entry.state !== 'held') return false;
-    const result = await this.write(entry, 'release', (lease) =>
-      this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter),
-    );
+    let result: LeaseWriteResult | null = null;
+    try {
+      result = await this.write(
+        entry,
+        'release',
+        (lease) => this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter),
+        (stored) => stored.owner === null,
+      );
+    } catch (error) {
+      this.#options.logger.warn('releasing a lease failed; it expires for the others instead', {
+        leaseKey: entry.leaseKey,
+        error,
+      });
+    }
     if (entry.state === 'held') {
       entry.state = 'released';
       entry.controller.abort();
@@ -339,8 +488,22 @@ export class LeaseKeeper {
     this.#entries.delete(entry.leaseKey);
   }
 
+  /**
+   * A write that succeeded after this worker had given the lease up: the store says it is ours, but
+   * nobody here consumes it. Release it so another worker need not wait for it to expire.
+   */
+  #handBack(lease: Lease, operation: string): void {
+    if (lease.owner !== this.#options.workerId) return;
+    this.#options.logger.info('a write applied after the lease was given up; releasing it', {
+      leaseKey: lease.leaseKey,
+      operation,
+    });
+    void this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter).catch(() => undefined);
+  }
+
   #refresh(entry: Entry, lease: Lease, sentAt: number): void {
     entry.lease = lease;
+    entry.uncertain = false;
     entry.lastWriteSentAt = Math.max(entry.lastWriteSentAt, sentAt);
   }
 }

@@ -74,6 +74,12 @@ export interface ShardEndedInput {
   readonly leaseKey: string;
   /** Must be used: `await checkpointer.checkpoint()` records SHARD_END so the children can start. */
   readonly checkpointer: Checkpointer;
+  /**
+   * Aborted when the worker stops (or the lease is lost) before the shard end is recorded: a processor
+   * that waits (for its in-flight work to drain, say) should stop waiting and throw; the shard is then
+   * finished by the next owner.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface ShutdownRequestedInput {
@@ -81,6 +87,8 @@ export interface ShutdownRequestedInput {
   readonly leaseKey: string;
   /** The last chance to checkpoint before the lease is released to another worker. */
   readonly checkpointer: Checkpointer;
+  /** Aborted when `shutdownTimeoutMs` has passed: stop waiting, the lease is given up anyway. */
+  readonly signal?: AbortSignal;
 }
 
 /**

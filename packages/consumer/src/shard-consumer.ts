@@ -1,6 +1,6 @@
 import type { ChildShard } from '@aws-sdk/client-kinesis';
 import type { Clock, KclEvent, Lease, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { ExtendedSequenceNumber, LeaseLostError, shardIdOfLeaseKey } from '@kcl/core';
+import { ExtendedSequenceNumber, KclError, LeaseLostError, shardIdOfLeaseKey } from '@kcl/core';
 import {
   checkParentReadiness,
   childShardFromKinesis,
@@ -71,6 +71,22 @@ export interface ShardConsumerDependencies {
   readonly onGetRecords?: (durationMs: number, records: number) => void;
 }
 
+/** `shardEnded` returned without checkpointing SHARD_END. */
+export class ShardEndNotCheckpointedError extends KclError {
+  constructor(leaseKey: string) {
+    super(
+      'CHECKPOINT_INVALID',
+      `@kcl/consumer: shardEnded of ${leaseKey} returned without checkpointing; call await checkpointer.checkpoint() in shardEnded so the child shards can start`,
+    );
+  }
+}
+
+function isLeaseLost(error: unknown): boolean {
+  return (
+    error instanceof LeaseLostError || (error instanceof KclError && error.code === 'CHECKPOINT_LEASE_LOST')
+  );
+}
+
 /** How a shard consumer ended. */
 export type ShardConsumerOutcome = 'shard-ended' | 'lease-lost' | 'shutdown' | 'complete';
 
@@ -91,11 +107,19 @@ export class ShardConsumer {
   #millisBehindLatest: number | null = null;
   #recordsProcessed = 0;
   #run: Promise<ShardConsumerOutcome> | null = null;
+  #shutdownDeadline: number | null = null;
+  #haltedAt: number | null = null;
 
   constructor(deps: ShardConsumerDependencies) {
     this.#deps = deps;
     this.leaseKey = deps.held.leaseKey;
     this.shardId = shardIdOfLeaseKey(deps.held.leaseKey);
+    const halt = (): void => {
+      this.#haltedAt ??= deps.clock.monotonicNow();
+    };
+    if (deps.held.signal.aborted) halt();
+    deps.held.signal.addEventListener('abort', halt, { once: true });
+    this.#stop.signal.addEventListener('abort', halt, { once: true });
   }
 
   get state(): ShardConsumerState {
@@ -124,9 +148,25 @@ export class ShardConsumer {
     return this.#run;
   }
 
-  /** Asks for a graceful stop: the current batch finishes, then `shutdownRequested` and a release. */
-  requestShutdown(): void {
+  /**
+   * Asks for a graceful stop: the current batch finishes, then `shutdownRequested` and a release.
+   * `deadline` (monotonic ms) bounds `shutdownRequested`; without it, it gets `shutdownTimeoutMs`.
+   */
+  requestShutdown(deadline: number | null = null): void {
+    if (deadline !== null && (this.#shutdownDeadline === null || deadline < this.#shutdownDeadline)) {
+      this.#shutdownDeadline = deadline;
+    }
     this.#stop.abort();
+  }
+
+  /** True once the consumer is halting (a stop was asked for, or its lease is gone). */
+  get halted(): boolean {
+    return this.#halted;
+  }
+
+  /** When the consumer began halting (monotonic ms), or null. */
+  get haltedAt(): number | null {
+    return this.#haltedAt;
   }
 
   get #halted(): boolean {
@@ -297,6 +337,8 @@ export class ShardConsumer {
     while (!this.#halted) {
       const batch = await fetcher.next(halt);
       if (batch === null || this.#halted) break;
+      // A shard reaches its end only when every record of it was delivered and acknowledged: a
+      // delivery cut short (by a stop or a lost lease) is not a delivery, so it ends here instead.
       if (!(await this.#deliver(batch))) break;
       if (batch.shardEnd !== null) {
         await fetcher.stop();
@@ -306,7 +348,10 @@ export class ShardConsumer {
     return this.#finish();
   }
 
-  /** Delivers one batch. Returns false when delivery stopped because the consumer is halting. */
+  /**
+   * Delivers one batch. Returns false when the delivery did not complete because the consumer is
+   * halting (stopping, or the lease is lost): the processor may not have handled every record.
+   */
   async #deliver(batch: FetchedBatch): Promise<boolean> {
     const { held, settings, clock } = this.#deps;
     const checkpointer = this.#checkpointer;
@@ -317,53 +362,81 @@ export class ShardConsumer {
       batch.records,
       held.lease.hashKeyRange,
     );
-    const last = checkpointer.lastCheckpoint;
-    const records = expanded.filter((record) =>
-      ExtendedSequenceNumber.of(record.sequenceNumber, record.subSequenceNumber).isAfter(last),
-    );
+    // Records at or below the checkpoint were handled already: drop them, on every attempt (a
+    // processor that checkpointed in the middle of a batch and then threw gets only the rest again).
+    const pending = (): KinesisRecord[] => {
+      const last = checkpointer.lastCheckpoint;
+      return expanded.filter((record) =>
+        ExtendedSequenceNumber.of(record.sequenceNumber, record.subSequenceNumber).isAfter(last),
+      );
+    };
+    let records = pending();
     if (records.length === 0 && !settings.callProcessRecordsEvenForEmptyRecordList) {
       this.#report(records, batch, 0, droppedAggregates);
       return true;
     }
     const lastRecord = records.at(-1);
     if (lastRecord !== undefined) {
-      checkpointer.allowUpTo(
+      checkpointer.beginDelivery(
         ExtendedSequenceNumber.of(lastRecord.sequenceNumber, lastRecord.subSequenceNumber),
       );
     }
-    const backoff = new Backoff({ ...settings.processingRetry, random: this.#deps.random });
-    for (let attempt = 1; ; attempt++) {
-      if (!held.isHeld()) return false;
-      const started = clock.monotonicNow();
-      try {
-        await processor.processRecords({
-          shardId: this.shardId,
-          leaseKey: this.leaseKey,
-          records,
-          millisBehindLatest: batch.millisBehindLatest,
-          checkpointer,
-          signal: this.#haltSignal(),
-        });
-        this.#recordsProcessed += records.length;
-        this.#report(records, batch, clock.monotonicNow() - started, droppedAggregates);
-        return true;
-      } catch (error) {
-        // A checkpoint refused because the lease is gone ends delivery: there is nothing to retry.
-        if (error instanceof LeaseLostError || !held.isHeld()) return false;
-        const action = await this.#decide(error, records, attempt);
-        this.#deps.emit({
-          type: 'processing-error',
-          workerId: this.#deps.workerId,
-          leaseKey: this.leaseKey,
-          error,
-          attempt,
-          action,
-        });
-        this.#deps.logger.warn('processRecords failed', { leaseKey: this.leaseKey, attempt, action, error });
-        if (action === 'skip') return true;
-        if (this.#halted) return false;
-        await clock.sleep(backoff.next(), this.#haltSignal());
+    let completed = false;
+    try {
+      const backoff = new Backoff({ ...settings.processingRetry, random: this.#deps.random });
+      for (let attempt = 1; ; attempt++) {
+        if (this.#halted || !held.isHeld()) return false;
+        if (attempt > 1) {
+          records = pending();
+          if (records.length === 0) {
+            completed = true;
+            this.#report(records, batch, 0, droppedAggregates);
+            return true;
+          }
+        }
+        const started = clock.monotonicNow();
+        try {
+          await processor.processRecords({
+            shardId: this.shardId,
+            leaseKey: this.leaseKey,
+            records,
+            millisBehindLatest: batch.millisBehindLatest,
+            checkpointer,
+            signal: this.#haltSignal(),
+          });
+          if (this.#halted) return false;
+          completed = true;
+          this.#recordsProcessed += records.length;
+          this.#report(records, batch, clock.monotonicNow() - started, droppedAggregates);
+          return true;
+        } catch (error) {
+          // A checkpoint refused because the lease is gone ends delivery: there is nothing to retry.
+          if (isLeaseLost(error) || !held.isHeld()) return false;
+          const action = await this.#decide(error, records, attempt);
+          this.#deps.emit({
+            type: 'processing-error',
+            workerId: this.#deps.workerId,
+            leaseKey: this.leaseKey,
+            error,
+            attempt,
+            action,
+          });
+          this.#deps.logger.warn('processRecords failed', {
+            leaseKey: this.leaseKey,
+            attempt,
+            action,
+            error,
+          });
+          if (action === 'skip') {
+            completed = true;
+            return true;
+          }
+          if (this.#halted) return false;
+          await clock.sleep(backoff.next(), this.#haltSignal());
+        }
       }
+    } finally {
+      checkpointer.endDelivery(completed);
     }
   }
 
@@ -420,8 +493,9 @@ export class ShardConsumer {
     });
 
     let childShards: readonly ChildShard[] = batch.shardEnd.childShards;
-    let childShardIds: readonly string[] = [];
-    while (held.isHeld()) {
+    let childShardIds: readonly string[] | null = null;
+    // A stop asked for meanwhile wins: the next owner reads the end again and finishes the shard.
+    while (!this.#halted && held.isHeld()) {
       try {
         if (childShards.length === 0 && !batch.shardEnd.gone) childShards = await this.#lookUpChildren();
         const leases = new Map<string, Lease | null>();
@@ -443,7 +517,7 @@ export class ShardConsumer {
             reason: plan.message,
           });
           childShards = [];
-          await clock.sleep(backoff.next(), held.signal);
+          await clock.sleep(backoff.next(), this.#haltSignal());
           continue;
         }
         if (plan.kind === 'blocked') {
@@ -452,7 +526,7 @@ export class ShardConsumer {
             reason: plan.message,
           });
           if (plan.dropLease || this.#stop.signal.aborted) return this.#finish();
-          await clock.sleep(backoff.next(), held.signal);
+          await clock.sleep(backoff.next(), this.#haltSignal());
           continue;
         }
         const created: string[] = [];
@@ -475,29 +549,30 @@ export class ShardConsumer {
         break;
       } catch (error) {
         deps.logger.warn('creating child leases failed; retrying', { leaseKey: this.leaseKey, error });
-        await clock.sleep(backoff.next(), held.signal);
+        await clock.sleep(backoff.next(), this.#haltSignal());
       }
     }
+    if (childShardIds === null) return this.#finish();
 
     checkpointer.allowShardEnd();
     const processingBackoff = new Backoff({ ...settings.processingRetry, random: deps.random });
-    for (let attempt = 1; held.isHeld(); attempt++) {
+    for (let attempt = 1; !this.#halted && held.isHeld(); attempt++) {
       try {
         if (processor.shardEnded === undefined) {
           await checkpointer.checkpoint();
         } else {
-          await processor.shardEnded({ shardId: this.shardId, leaseKey: this.leaseKey, checkpointer });
+          await processor.shardEnded({
+            shardId: this.shardId,
+            leaseKey: this.leaseKey,
+            checkpointer,
+            signal: this.#haltSignal(),
+          });
         }
-        if (checkpointer.lastCheckpoint.isShardEnd) {
-          deps.emit({ type: 'shard-ended', workerId: deps.workerId, leaseKey: this.leaseKey, childShardIds });
-          this.#state = 'finished';
-          await keeper.release(held);
-          return 'shard-ended';
+        if (!checkpointer.lastCheckpoint.isShardEnd) {
+          throw new ShardEndNotCheckpointedError(this.leaseKey);
         }
-        throw new Error(
-          `@kcl/consumer: shardEnded of ${this.leaseKey} returned without checkpointing; call await checkpointer.checkpoint() in shardEnded so the child shards can start`,
-        );
       } catch (error) {
+        if (checkpointer.lastCheckpoint.isShardEnd) break;
         deps.emit({
           type: 'processing-error',
           workerId: deps.workerId,
@@ -507,10 +582,18 @@ export class ShardConsumer {
           action: 'retry',
         });
         deps.logger.warn('shardEnded failed; retrying', { leaseKey: this.leaseKey, attempt, error });
-        await clock.sleep(processingBackoff.next(), held.signal);
+        await clock.sleep(processingBackoff.next(), this.#haltSignal());
+        continue;
       }
+      break;
     }
-    return this.#finish();
+    if (!checkpointer.lastCheckpoint.isShardEnd) return this.#finish();
+    // SHARD_END is written: the shard is done whatever happens next. A failed release is not a reason
+    // to run shardEnded again; the lease then just expires (nobody needs a finished lease).
+    deps.emit({ type: 'shard-ended', workerId: deps.workerId, leaseKey: this.leaseKey, childShardIds });
+    this.#state = 'finished';
+    await keeper.release(held);
+    return 'shard-ended';
   }
 
   /** Children of this shard from ListShards, for an end that came without ChildShards. */
@@ -536,14 +619,21 @@ export class ShardConsumer {
     await this.#fetcher?.stop();
     const lost = !deps.held.isHeld();
     if (!lost && processor !== null && checkpointer !== null && processor.shutdownRequested !== undefined) {
+      const budgetMs =
+        this.#shutdownDeadline === null
+          ? deps.settings.shutdownTimeoutMs
+          : Math.max(0, this.#shutdownDeadline - deps.clock.monotonicNow());
       const timeout = new AbortController();
-      const timer = deps.clock
-        .sleep(deps.settings.shutdownTimeoutMs, timeout.signal)
-        .then(() => 'timeout' as const);
+      const timer = deps.clock.sleep(budgetMs, timeout.signal).then(() => 'timeout' as const);
       try {
         const outcome = await Promise.race([
           Promise.resolve(
-            processor.shutdownRequested({ shardId: this.shardId, leaseKey: this.leaseKey, checkpointer }),
+            processor.shutdownRequested({
+              shardId: this.shardId,
+              leaseKey: this.leaseKey,
+              checkpointer,
+              signal: timeout.signal,
+            }),
           ).then(() => 'done' as const),
           timer,
         ]);

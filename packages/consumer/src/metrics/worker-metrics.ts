@@ -110,6 +110,11 @@ export class WorkerMetrics {
     this.#lostSinceLastRenewal = 0;
   }
 
+  /** Leases of shards that no longer exist (a deleted stream, say), deleted by the cleanup. */
+  garbageLeasesDeleted(count: number): void {
+    this.#record('GarbageLeasesDeleted', count, 'Count', { Operation: 'LeaseCleanup' }, 'SUMMARY');
+  }
+
   leaseLost(): void {
     this.#lostSinceLastRenewal += 1;
   }

@@ -160,13 +160,22 @@ export class PipelineProcessor implements RecordProcessor {
     }
   }
 
-  /** The shard ended: drain completely, then checkpoint SHARD_END (only valid once everything is acknowledged). */
+  /**
+   * The shard ended: drain completely, then checkpoint SHARD_END (only valid once everything is
+   * acknowledged). A stop meanwhile (the input's signal) ends the wait with an error: the pipeline is
+   * then drained by `shutdownRequested` as on any stop, and the next owner finishes the shard.
+   */
   async shardEnded(input: ShardEndedInput): Promise<void> {
     if (this.stopped) throw this.#stoppedError();
     this.#checkpointer = input.checkpointer;
     this.#startDrain();
-    await this.#waitIdle(null);
+    await this.#waitIdle(null, input.signal);
     if (this.stopped) throw this.#stoppedError();
+    if (input.signal?.aborted === true) {
+      throw new Error(
+        `@kcl/consumer: the pipeline of ${this.#context.leaseKey} was stopped before it drained at the shard end; the next owner finishes the shard`,
+      );
+    }
     await this.#checkpointMutex.run(async () => {
       await input.checkpointer.checkpoint();
       this.#finished = true;
@@ -231,9 +240,9 @@ export class PipelineProcessor implements RecordProcessor {
     });
   }
 
-  /** Resolves true once nothing is in flight; false on timeout or when the pipeline stops. */
-  async #waitIdle(timeoutMs: number | null): Promise<boolean> {
-    if (this.stopped) return false;
+  /** Resolves true once nothing is in flight; false on timeout, on `signal`, or when the pipeline stops. */
+  async #waitIdle(timeoutMs: number | null, signal?: AbortSignal): Promise<boolean> {
+    if (this.stopped || signal?.aborted === true) return false;
     if (this.#inFlight === 0) return true;
     const timer = new AbortController();
     let waiter: (idle: boolean) => void = () => {};
@@ -243,11 +252,21 @@ export class PipelineProcessor implements RecordProcessor {
     });
     const racers = [idle];
     if (timeoutMs !== null) racers.push(this.#clock.sleep(timeoutMs, timer.signal).then(() => false));
+    let onAbort: (() => void) | null = null;
+    if (signal !== undefined) {
+      racers.push(
+        new Promise<boolean>((resolve) => {
+          onAbort = () => resolve(false);
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      );
+    }
     try {
       return await Promise.race(racers);
     } finally {
       timer.abort();
       this.#idleWaiters.delete(waiter);
+      if (onAbort !== null) signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -392,10 +411,16 @@ export class PipelineProcessor implements RecordProcessor {
           for (const message of messages) message.fail(error);
         }
         if (this.stopped) return;
-        const failed = messages.filter((message) => message.failed);
-        for (const message of messages) if (!message.failed) this.#acknowledge(message);
+        const failed = this.#failedInOrder(messages);
+        const again = new Set(failed);
+        for (const message of messages) if (!again.has(message)) this.#acknowledge(message);
         if (failed.length === 0) return;
-        const action = await this.#decide(failed, 'batch', batch.batchKey, attempt);
+        const action = await this.#decide(
+          failed.filter((message) => message.failed),
+          'batch',
+          batch.batchKey,
+          attempt,
+        );
         if (this.stopped) return;
         if (action === 'skip') {
           for (const message of failed) this.#acknowledge(message);
@@ -413,6 +438,26 @@ export class PipelineProcessor implements RecordProcessor {
       this.#activeBatchers[lane] = (this.#activeBatchers[lane] ?? 1) - 1;
       this.#pumpBatchers();
     }
+  }
+
+  /**
+   * The messages of a batch attempt that must be tried again: the failed ones and, with `partitionBy`,
+   * every later message of a partition that has a failed one — a key's later message is never
+   * acknowledged before its failed predecessor succeeds (it is handed over again after it, in order).
+   */
+  #failedInOrder(messages: readonly TrackedMessage[]): TrackedMessage[] {
+    const blocked = new Set<string>();
+    const again: TrackedMessage[] = [];
+    for (const message of messages) {
+      const partition = message.partition ?? '';
+      if (message.failed) {
+        again.push(message);
+        if (this.#partitioned) blocked.add(partition);
+      } else if (blocked.has(partition)) {
+        again.push(message);
+      }
+    }
+    return again;
   }
 
   /** Draining: hand partial batches over once nothing is left in the processor stage to fill them. */
