@@ -1,0 +1,552 @@
+import { type Consumer, createConsumer } from '@kcl/consumer';
+import type { KclEvent, Lease, Logger, RandomSource } from '@kcl/core';
+import { ExtendedSequenceNumber } from '@kcl/core';
+import {
+  createFaultyLeaseStore,
+  createMemoryLeaseStore,
+  type FaultController,
+  MemoryLeaseTable,
+  seededRandom,
+} from '@kcl/testkit';
+import { ConsumerWatch } from './consumer-watch.js';
+import { Ledger, type Violation } from './ledger.js';
+import {
+  type KinesisCaller,
+  type KinesisFaults,
+  NO_KINESIS_FAULTS,
+  SimulatedKinesis,
+} from './simulated-kinesis.js';
+import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import { PROCESSOR_KINDS, type ProcessorKind, simulatedProcessorOptions } from './simulated-processors.js';
+import { SimulatedStream } from './simulated-stream.js';
+import { type FreezableClock, SimulationClock } from './simulation-clock.js';
+
+export interface FleetSimulationOptions {
+  readonly seed: number;
+  /** How long workers join, crash and stop, shards split and merge, and faults come and go. Default 40 s. */
+  readonly chaosMs?: number;
+  /** After the chaos: how long the fleet has to read every shard to its end or tip. Default 40 s. */
+  readonly settleLimitMs?: number;
+  /** The processor behaviour; default: chosen by the seed. */
+  readonly processor?: ProcessorKind;
+  /** Adds every handling of this key's records to the story. */
+  readonly traceKey?: string;
+}
+
+export interface FleetSimulationResult {
+  readonly seed: number;
+  readonly processor: ProcessorKind;
+  readonly violations: readonly Violation[];
+  /** The schedule and what the fleet did, one line each, in time order. */
+  readonly story: readonly string[];
+  readonly stats: {
+    readonly produced: number;
+    readonly duplicates: number;
+    readonly simulatedMs: number;
+    readonly steps: number;
+    readonly workers: number;
+    readonly crashes: number;
+    readonly gracefulStops: number;
+    readonly splits: number;
+    readonly merges: number;
+  };
+}
+
+/** Worker timings: short, so a run covers many renewals, rebalances and expiries. */
+export const SIMULATION_TIMINGS = {
+  leaseRenewIntervalMs: 1_000,
+  leaseExpiryMs: 3_000,
+  rebalanceIntervalMs: 1_000,
+  pollIntervalMs: 200,
+  parentPollIntervalMs: 500,
+  shardSyncIntervalMs: 3_000,
+  leaseCleanupIntervalMs: 3_000,
+  shutdownTimeoutMs: 4_000,
+  storeCallTimeoutMs: 1_000,
+  kinesisCallTimeoutMs: 2_000,
+  processingRetry: { initialMs: 50, maxMs: 400 },
+  kinesisRetry: { initialMs: 50, maxMs: 1_000 },
+} as const;
+
+const APPLICATION = 'simulated-app';
+const STREAM = 'simulated-stream';
+const KEYS = 16;
+const MAX_WORKERS = 5;
+const MAX_OPEN_SHARDS = 6;
+/** How long producing goes on after the chaos, so every lease must still move at the end. */
+const TAIL_PRODUCING_MS = 4_000;
+
+interface SimulatedWorker {
+  readonly workerId: string;
+  readonly clock: FreezableClock;
+  readonly storeFaults: FaultController;
+  readonly kinesis: KinesisCaller;
+  readonly consumer: Consumer;
+  state: 'running' | 'stopping' | 'stopped' | 'crashed' | 'failed';
+}
+
+/**
+ * Runs one seeded schedule against a fleet of real workers (`createConsumer`) on simulated time, a
+ * simulated Kinesis and the memory lease store behind fault layers, and checks the invariants as the
+ * run goes and at its end. The same seed always gives the same run.
+ */
+export async function runFleetSimulation(options: FleetSimulationOptions): Promise<FleetSimulationResult> {
+  const run = new FleetRun(options);
+  return run.execute();
+}
+
+class FleetRun {
+  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey'>>;
+  readonly #clock = new SimulationClock();
+  readonly #random: RandomSource;
+  readonly #processor: ProcessorKind;
+  readonly #story: string[] = [];
+  readonly #ledger: Ledger;
+  readonly #watch: ConsumerWatch;
+  readonly #stream: SimulatedStream;
+  readonly #kinesis: SimulatedKinesis;
+  readonly #globalFaults: FaultController;
+  readonly #store;
+  readonly #workers = new Map<string, SimulatedWorker>();
+  readonly #pendingStops = new Map<string, number>();
+  readonly #maxRecords: number;
+  readonly #partialFailures: boolean;
+  #nextWorker = 1;
+  #producing = true;
+  #stats = { workers: 0, crashes: 0, gracefulStops: 0, splits: 0, merges: 0 };
+
+  constructor(options: FleetSimulationOptions) {
+    this.#options = {
+      seed: options.seed,
+      chaosMs: options.chaosMs ?? 40_000,
+      settleLimitMs: options.settleLimitMs ?? 40_000,
+    };
+    this.#random = seededRandom(options.seed);
+    this.#processor =
+      options.processor ??
+      (PROCESSOR_KINDS[Math.floor(this.#random() * PROCESSOR_KINDS.length)] as ProcessorKind);
+    this.#maxRecords = 3 + Math.floor(this.#random() * 25);
+    this.#partialFailures = this.#processor === 'pipeline' && this.#random() < 0.5;
+    const now = (): number => this.#clock.monotonicNow();
+    this.#ledger = new Ledger(
+      now,
+      options.traceKey === undefined ? null : { key: options.traceKey, tell: (line) => this.#tell(line) },
+    );
+    this.#ledger.orderChecked = !this.#partialFailures;
+    this.#watch = new ConsumerWatch(this.#ledger, now, SIMULATION_TIMINGS.leaseExpiryMs);
+    this.#stream = new SimulatedStream(STREAM, 2 + Math.floor(this.#random() * 3), () => this.#clock.now());
+    this.#kinesis = new SimulatedKinesis(this.#stream, this.#clock, seededRandom(options.seed ^ 0x5eed));
+    const table = new MemoryLeaseTable();
+    observeLeaseTable(table, APPLICATION, (before, after) => this.#leaseChanged(before, after));
+    const memory = createMemoryLeaseStore({
+      applicationName: APPLICATION,
+      table,
+      now: () => this.#clock.now(),
+      yieldBeforeEachCall: () => Promise.resolve(),
+    });
+    const global = createFaultyLeaseStore(memory, { clock: this.#clock });
+    this.#globalFaults = global.faults;
+    this.#store = global;
+  }
+
+  async execute(): Promise<FleetSimulationResult> {
+    const { chaosMs, settleLimitMs } = this.#options;
+    this.#tell(
+      `seed ${this.#options.seed}: processor ${this.#processor}${this.#partialFailures ? ' (failing single messages)' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
+    );
+    void this.#produce();
+    const initial = 2 + Math.floor(this.#random() * 2);
+    for (let index = 0; index < initial; index++) this.#startWorker();
+
+    // The chaos: one random action at a time, about every 1.5 s.
+    let at = 0;
+    for (;;) {
+      at += 200 + Math.floor(-Math.log(1 - this.#random()) * 1_300);
+      if (at >= chaosMs) break;
+      await this.#clock.runUntil(at);
+      this.#act();
+    }
+    await this.#clock.runUntil(chaosMs);
+
+    // The calm: faults end, at least two workers run, producing stops soon; the fleet must catch up.
+    this.#tell('chaos ends: faults cleared');
+    this.#clearFaults();
+    while (this.#running().length < 2) this.#startWorker();
+    const settleBy = chaosMs + settleLimitMs;
+    await this.#clock.runUntil(chaosMs + TAIL_PRODUCING_MS);
+    this.#producing = false;
+    this.#tell('producing stops');
+    let settled = false;
+    while (this.#clock.monotonicNow() < settleBy) {
+      await this.#clock.runUntil(this.#clock.monotonicNow() + 1_000);
+      if (await this.#caughtUp()) {
+        settled = true;
+        break;
+      }
+    }
+    if (settled) this.#tell('every shard is read to its end or tip');
+    else await this.#reportStall();
+
+    // Everyone stops gracefully; each stop must end within the shutdown timeout.
+    for (const worker of this.#running()) this.#stopWorker(worker);
+    await this.#clock.runUntil(this.#clock.monotonicNow() + SIMULATION_TIMINGS.shutdownTimeoutMs + 2_000);
+    for (const [workerId, since] of this.#pendingStops) {
+      this.#ledger.violate('stop-timeout', `${workerId}: the graceful stop begun at ${since} ms never ended`);
+    }
+    // A lost record makes its key stale too; the final state says something only when nothing was lost.
+    const lost = this.#ledger.unhandled > 0;
+    for (const stale of lost ? [] : this.#ledger.staleKeys()) {
+      this.#ledger.violate(
+        'final-state',
+        `key ${stale.key}: the last write was #${stale.actual ?? 'none'}, not the last record #${stale.expected}`,
+      );
+    }
+    return {
+      seed: this.#options.seed,
+      processor: this.#processor,
+      violations: this.#ledger.violations,
+      story: this.#story,
+      stats: {
+        produced: this.#ledger.producedCount,
+        duplicates: this.#ledger.duplicates(),
+        simulatedMs: this.#clock.monotonicNow(),
+        steps: this.#clock.steps,
+        ...this.#stats,
+      },
+    };
+  }
+
+  // ── the schedule ────────────────────────────────────────────────────────────────────────────
+
+  #act(): void {
+    const roll = this.#random();
+    const running = this.#running();
+    if (roll < 0.14) {
+      if (running.length < MAX_WORKERS) this.#startWorker();
+    } else if (roll < 0.26) {
+      if (running.length > 1) this.#crash(this.#pick(running));
+    } else if (roll < 0.34) {
+      if (running.length > 1) this.#stopWorker(this.#pick(running));
+    } else if (roll < 0.4) {
+      const crashed = [...this.#workers.values()].filter((worker) => worker.state === 'crashed');
+      if (crashed.length > 0) this.#startWorker(this.#pick(crashed).workerId);
+    } else if (roll < 0.5) {
+      const open = this.#stream.openShards();
+      if (open.length < MAX_OPEN_SHARDS) {
+        const parent = this.#pick(open);
+        const [low, high] = this.#stream.split(parent.shardId);
+        this.#stats.splits += 1;
+        this.#tell(`split ${parent.shardId} into ${low.shardId} and ${high.shardId}`);
+      }
+    } else if (roll < 0.58) {
+      const pairs = this.#stream.adjacentOpenPairs();
+      if (pairs.length > 0) {
+        const [low, high] = this.#pick(pairs);
+        const child = this.#stream.merge(low.shardId, high.shardId);
+        this.#stats.merges += 1;
+        this.#tell(`merge ${low.shardId} and ${high.shardId} into ${child.shardId}`);
+      }
+    } else if (roll < 0.8) {
+      this.#storeFault();
+    } else {
+      this.#kinesisFault();
+    }
+  }
+
+  #storeFault(): void {
+    const running = this.#running();
+    const worker = running.length > 0 && this.#random() < 0.5 ? this.#pick(running) : null;
+    const faults = worker?.storeFaults ?? this.#globalFaults;
+    const where = worker === null ? 'every worker' : worker.workerId;
+    const durationMs = 500 + Math.floor(this.#random() * 4_000);
+    const kind = this.#random();
+    if (kind < 0.25) {
+      const latencyMs = 100 + Math.floor(this.#random() * 4_000);
+      faults.setLatency(() => Math.floor(this.#random() * latencyMs));
+      this.#tell(`store: calls of ${where} take up to ${latencyMs} ms for ${durationMs} ms`);
+      void this.#clock.sleep(durationMs).then(() => faults.setLatency(0));
+    } else if (kind < 0.45) {
+      faults.setUnavailable();
+      this.#tell(`store: unavailable to ${where} for ${durationMs} ms`);
+      void this.#clock.sleep(durationMs).then(() => faults.restore());
+    } else if (kind < 0.65) {
+      const count = 1 + Math.floor(this.#random() * 3);
+      faults.loseResponseNext(count, [
+        'renewLeases',
+        'renewLease',
+        'updateCheckpoint',
+        'takeLease',
+        'releaseLease',
+      ]);
+      this.#tell(`store: the next ${count} write(s) of ${where} apply but lose their response`);
+    } else if (kind < 0.85) {
+      const count = 1 + Math.floor(this.#random() * 2);
+      const hangMs =
+        this.#random() < 0.3 ? Number.POSITIVE_INFINITY : 2_000 + Math.floor(this.#random() * 6_000);
+      faults.hangNext(count, hangMs);
+      this.#tell(`store: the next ${count} call(s) of ${where} hang for ${hangMs} ms`);
+    } else {
+      const count = 1 + Math.floor(this.#random() * 4);
+      faults.failNext(count);
+      this.#tell(`store: the next ${count} call(s) of ${where} fail`);
+    }
+  }
+
+  #kinesisFault(): void {
+    const running = this.#running();
+    const worker = running.length > 0 && this.#random() < 0.5 ? this.#pick(running) : null;
+    const durationMs = 500 + Math.floor(this.#random() * 4_000);
+    const faults: KinesisFaults = {
+      ...NO_KINESIS_FAULTS,
+      ...(this.#random() < 0.4 ? { throttle: 0.5 } : {}),
+      ...(this.#random() < 0.3 ? { transient: 0.3 } : {}),
+      ...(this.#random() < 0.3 ? { expireIterator: 0.3 } : {}),
+      ...(this.#random() < 0.2 ? { hang: 0.2 } : {}),
+      ...(this.#random() < 0.3 ? { slow: 0.5, slowMs: 500 + Math.floor(this.#random() * 3_000) } : {}),
+      ...(this.#random() < 0.4 ? { dropChildShards: 0.7 } : {}),
+    };
+    const described = Object.entries(faults)
+      .filter(([, value]) => value > 0)
+      .map(([name, value]) => `${name} ${value}`)
+      .join(', ');
+    if (worker === null) this.#kinesis.faults = faults;
+    else worker.kinesis.faults = faults;
+    this.#tell(
+      `kinesis: ${described || 'no'} faults for ${worker?.workerId ?? 'every worker'} for ${durationMs} ms`,
+    );
+    void this.#clock.sleep(durationMs).then(() => {
+      if (worker === null) this.#kinesis.faults = NO_KINESIS_FAULTS;
+      else worker.kinesis.faults = NO_KINESIS_FAULTS;
+    });
+  }
+
+  #clearFaults(): void {
+    this.#globalFaults.restore().setLatency(0);
+    this.#kinesis.faults = NO_KINESIS_FAULTS;
+    for (const worker of this.#workers.values()) {
+      worker.storeFaults.restore().setLatency(0);
+      worker.kinesis.faults = NO_KINESIS_FAULTS;
+    }
+  }
+
+  async #produce(): Promise<void> {
+    const random = seededRandom(this.#options.seed ^ 0x9e3779b9);
+    while (this.#producing) {
+      await this.#clock.sleep(40 + Math.floor(random() * 120));
+      if (!this.#producing) return;
+      const key = `key-${Math.floor(random() * KEYS)}`;
+      const value = this.#ledger.nextValue(key);
+      const { shardId, record } = this.#stream.put(key, new TextEncoder().encode(`${key}#${value}`));
+      this.#ledger.produced(shardId, record.sequenceNumber, key, value);
+    }
+  }
+
+  // ── workers ─────────────────────────────────────────────────────────────────────────────────
+
+  #running(): SimulatedWorker[] {
+    return [...this.#workers.values()].filter((worker) => worker.state === 'running');
+  }
+
+  #startWorker(reuseId?: string): void {
+    const workerId = reuseId ?? `W${this.#nextWorker++}`;
+    const clock = this.#clock.processClock();
+    const kinesis: KinesisCaller = { clock, faults: NO_KINESIS_FAULTS };
+    const faulty = createFaultyLeaseStore(this.#store, { clock });
+    const random = seededRandom((this.#options.seed * 31 + this.#stats.workers * 7919) >>> 0);
+    const consumer = createConsumer({
+      streamName: STREAM,
+      applicationName: APPLICATION,
+      workerId,
+      kinesis: this.#kinesis.client(kinesis),
+      leaseStore: processLeaseStore(faulty, clock),
+      initialPosition: 'TRIM_HORIZON',
+      maxRecords: this.#maxRecords,
+      ...SIMULATION_TIMINGS,
+      clock,
+      random,
+      logger: this.#logger(workerId),
+      onEvent: (event) => this.#event(event),
+      ...simulatedProcessorOptions(this.#processor, {
+        workerId,
+        clock,
+        random: seededRandom((this.#options.seed * 17 + this.#stats.workers * 104_729) >>> 0),
+        ledger: this.#ledger,
+        watch: this.#watch,
+        alive: () => !clock.frozen,
+        partialFailures: this.#partialFailures,
+      }),
+    });
+    const worker: SimulatedWorker = {
+      workerId,
+      clock,
+      storeFaults: faulty.faults,
+      kinesis,
+      consumer,
+      state: 'running',
+    };
+    const previous = this.#workers.get(workerId);
+    if (previous !== undefined) previous.state = 'stopped';
+    this.#workers.set(workerId, worker);
+    this.#stats.workers += 1;
+    this.#tell(`${workerId} starts${reuseId === undefined ? '' : ' again (same worker id)'}`);
+    consumer.start().catch((error: unknown) => {
+      if (worker.state === 'crashed') return;
+      worker.state = 'failed';
+      this.#tell(`${workerId} could not start: ${describe(error)}`);
+    });
+    consumer.stopped().catch((error: unknown) => {
+      if (worker.state === 'crashed' || worker.state === 'failed') return;
+      worker.state = 'failed';
+      this.#ledger.violate('worker-failed', `${workerId} stopped on its own: ${describe(error)}`);
+    });
+  }
+
+  #crash(worker: SimulatedWorker): void {
+    worker.state = 'crashed';
+    worker.clock.freeze();
+    this.#watch.crashed(worker.workerId);
+    this.#stats.crashes += 1;
+    this.#tell(`${worker.workerId} crashes (kill -9)`);
+  }
+
+  #stopWorker(worker: SimulatedWorker): void {
+    worker.state = 'stopping';
+    const since = this.#clock.monotonicNow();
+    this.#pendingStops.set(worker.workerId, since);
+    this.#stats.gracefulStops += 1;
+    this.#tell(`${worker.workerId} stops gracefully`);
+    void worker.consumer.stop().then(() => {
+      this.#pendingStops.delete(worker.workerId);
+      worker.state = 'stopped';
+      const took = this.#clock.monotonicNow() - since;
+      this.#tell(`${worker.workerId} stopped after ${took} ms`);
+      if (took > SIMULATION_TIMINGS.shutdownTimeoutMs) {
+        this.#ledger.violate(
+          'stop-timeout',
+          `${worker.workerId}: the graceful stop took ${took} ms (shutdownTimeoutMs ${SIMULATION_TIMINGS.shutdownTimeoutMs})`,
+        );
+      }
+    });
+  }
+
+  // ── observation ─────────────────────────────────────────────────────────────────────────────
+
+  #leaseChanged(before: Lease | undefined, after: Lease | undefined): void {
+    if (after === undefined) return;
+    const who = after.owner ?? before?.owner ?? 'nobody';
+    if (before !== undefined && after.checkpoint.isBefore(before.checkpoint)) {
+      this.#ledger.violate(
+        'checkpoint-backwards',
+        `${who} moved the checkpoint of ${after.leaseKey} back from ${before.checkpoint} to ${after.checkpoint}`,
+      );
+    }
+    if (after.checkpoint.isShardEnd && before?.checkpoint.isShardEnd !== true) {
+      this.#ledger.shardEndWritten(after.leaseKey, who);
+      this.#tell(`${after.leaseKey} reaches SHARD_END (written by ${who})`);
+    }
+    if (before === undefined || before.owner !== after.owner)
+      this.#watch.ownerChanged(after.leaseKey, after.owner);
+  }
+
+  #event(event: KclEvent): void {
+    switch (event.type) {
+      case 'lease-taken':
+        this.#tell(
+          `${event.workerId} takes ${event.leaseKey}${event.previousOwner === null ? '' : ` from ${event.previousOwner}`}${event.stolen ? ' (steal)' : ''}`,
+        );
+        break;
+      case 'lease-lost':
+        this.#tell(`${event.workerId} loses ${event.leaseKey} (${event.reason})`);
+        break;
+      case 'lease-released':
+        this.#tell(`${event.workerId} releases ${event.leaseKey}`);
+        break;
+      case 'leases-created':
+        this.#tell(`${event.workerId} creates leases ${event.leaseKeys.join(', ')} (${event.cause})`);
+        break;
+      case 'lease-deleted':
+        this.#tell(`${event.workerId} deletes lease ${event.leaseKey}`);
+        break;
+      case 'shard-ended':
+        this.#tell(
+          `${event.workerId} ends ${event.leaseKey} (children ${event.childShardIds.join(', ') || 'none'})`,
+        );
+        break;
+      default:
+        break;
+    }
+  }
+
+  #logger(workerId: string): Logger {
+    const error = (message: string, fields?: Readonly<Record<string, unknown>>): void => {
+      this.#tell(
+        `${workerId} logs an error: ${message}${fields?.error === undefined ? '' : ` (${describe(fields.error)})`}`,
+      );
+    };
+    return { debug: () => {}, info: () => {}, warn: () => {}, error };
+  }
+
+  // ── the end ─────────────────────────────────────────────────────────────────────────────────
+
+  /** Every record accounted for, every closed shard at SHARD_END (or its lease gone), every open one at its tip. */
+  async #caughtUp(): Promise<boolean> {
+    if (this.#ledger.unhandled > 0) return false;
+    return (await this.#behind()).length === 0;
+  }
+
+  async #behind(): Promise<string[]> {
+    const leases = new Map((await this.#store.inner.listLeases()).map((lease) => [lease.leaseKey, lease]));
+    const behind: string[] = [];
+    for (const shard of this.#stream.shards()) {
+      const lease = leases.get(shard.shardId);
+      const closed = shard.endingSequenceNumber !== null;
+      if (lease === undefined) {
+        if (!closed) behind.push(`${shard.shardId} (open) has no lease`);
+        continue;
+      }
+      if (closed) {
+        if (!lease.checkpoint.isShardEnd) {
+          behind.push(`${shard.shardId} (closed) is at ${lease.checkpoint}, owner ${lease.owner ?? 'none'}`);
+        }
+        continue;
+      }
+      const last = this.#ledger.lastSequenceNumberOf(shard.shardId);
+      if (last !== null && !lease.checkpoint.equals(ExtendedSequenceNumber.of(last))) {
+        behind.push(
+          `${shard.shardId} (open) is at ${lease.checkpoint}, not at its last record ${last}, owner ${lease.owner ?? 'none'}`,
+        );
+      }
+    }
+    return behind;
+  }
+
+  async #reportStall(): Promise<void> {
+    const missing = this.#ledger.unaccounted();
+    if (missing.length > 0) {
+      const first = missing[0];
+      this.#ledger.violate(
+        'lost',
+        `${missing.length} record(s) never handled ${this.#options.settleLimitMs} ms after the faults ended (first: ${first?.key}#${first?.value} on ${first?.shardId})`,
+      );
+    }
+    const behind = await this.#behind();
+    if (behind.length > 0) {
+      this.#ledger.violate(
+        'stall',
+        `not caught up ${this.#options.settleLimitMs} ms after the faults ended: ${behind.join('; ')}`,
+      );
+    }
+  }
+
+  #pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.#random() * items.length)] as T;
+  }
+
+  #tell(line: string): void {
+    this.#story.push(`${(this.#clock.monotonicNow() / 1_000).toFixed(3).padStart(8)}s  ${line}`);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

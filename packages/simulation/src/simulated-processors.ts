@@ -1,0 +1,233 @@
+import type {
+  KinesisRecord,
+  PipelineMessage,
+  PipelineOptions,
+  ProcessingErrorHandler,
+  RecordProcessor,
+  RecordProcessorFactory,
+} from '@kcl/consumer';
+import { createPipelineProcessorFactory } from '@kcl/consumer';
+import type { Clock, RandomSource } from '@kcl/core';
+import { noopLogger } from '@kcl/core';
+import type { ConsumerWatch, ProcessorInstance } from './consumer-watch.js';
+import type { Ledger } from './ledger.js';
+
+/**
+ * How the simulated record processors behave, one kind per run:
+ * - `per-batch`: handles every record, then checkpoints the batch.
+ * - `per-record`: checkpoints after every record.
+ * - `mid-batch-throw`: checkpoints every record, and now and then throws in the middle of a batch.
+ * - `abort-early`: handles record by record and returns early when its signal aborts; checkpoints
+ *   without arguments (in `processRecords`, `shutdownRequested` and `shardEnded`) as the README shows.
+ * - `throw-n`: throws a batch's first attempts (0–2) before it handles it.
+ * - `slow`: takes its time over each batch.
+ * - `pipeline`: the pipeline API, with failing handlers, retries and skips.
+ */
+export type ProcessorKind =
+  | 'per-batch'
+  | 'per-record'
+  | 'mid-batch-throw'
+  | 'abort-early'
+  | 'throw-n'
+  | 'slow'
+  | 'pipeline';
+
+export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
+  'per-batch',
+  'per-record',
+  'mid-batch-throw',
+  'abort-early',
+  'throw-n',
+  'slow',
+  'pipeline',
+];
+
+/** What the processors of one simulated worker need. */
+export interface ProcessorContext {
+  readonly workerId: string;
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly ledger: Ledger;
+  readonly watch: ConsumerWatch;
+  /** False once the worker crashed: what it does after that never happened. */
+  readonly alive: () => boolean;
+  /**
+   * Pipeline handlers fail single messages of a batch and write the others (a bulk insert with one bad
+   * row). The handler itself breaks key order then, so the ledger checks only the final table state.
+   */
+  readonly partialFailures: boolean;
+}
+
+/** The consumer options a processor kind contributes. */
+export interface ProcessorOptions {
+  readonly processor: RecordProcessorFactory;
+  readonly onProcessingError?: ProcessingErrorHandler;
+}
+
+export function simulatedProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
+  if (kind !== 'pipeline') return recordProcessorOptions(kind, context);
+  const instances = new Map<string, ProcessorInstance>();
+  const pipelines = createPipelineProcessorFactory(pipelineOptions(context, instances), {
+    clock: context.clock,
+    random: context.random,
+    logger: noopLogger,
+  });
+  return {
+    processor: (shardId, processorContext) => {
+      const instance = context.watch.begin(context.workerId, processorContext.leaseKey);
+      instances.set(processorContext.leaseKey, instance);
+      const pipeline = pipelines(shardId, processorContext);
+      const end = (): void => context.watch.end(instance);
+      return {
+        processRecords: (input) => pipeline.processRecords(input),
+        shutdownRequested: (input) => pipeline.shutdownRequested(input),
+        async shardEnded(input) {
+          await pipeline.shardEnded(input);
+          if (input.checkpointer.lastCheckpoint.isShardEnd) end();
+        },
+        leaseLost() {
+          pipeline.leaseLost();
+          end();
+        },
+      };
+    },
+  };
+}
+
+function recordProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
+  const { ledger, watch, clock, random, workerId, alive } = context;
+  const handle = (record: KinesisRecord): void => {
+    if (alive()) ledger.handled(record.sequenceNumber, workerId);
+  };
+  const failures = new Map<string, number>();
+  const processor: RecordProcessorFactory = (_shardId, { leaseKey }) => {
+    const instance = watch.begin(workerId, leaseKey);
+    const who = `${workerId} #${instance.id}`;
+    const end = (): void => watch.end(instance);
+    const base: RecordProcessor = {
+      async processRecords({ records, checkpointer, signal }) {
+        watch.delivering(instance);
+        const first = records[0];
+        switch (kind) {
+          case 'per-record':
+            for (const record of records) {
+              handle(record);
+              await checkpointer.checkpointRecord(record);
+            }
+            return;
+          case 'mid-batch-throw': {
+            // Checkpoints record by record and fails once in the middle of some batches: the retry
+            // must not hand it the records at or below its own checkpoint again.
+            const batchKey = `${leaseKey} ${first?.sequenceNumber ?? ''}`;
+            const failAt =
+              failures.has(batchKey) || records.length < 2 || random() >= 0.3
+                ? -1
+                : Math.floor(records.length / 2);
+            failures.set(batchKey, 0);
+            for (const [index, record] of records.entries()) {
+              handle(record);
+              await checkpointer.checkpointRecord(record);
+              if (index === failAt)
+                throw new Error(`${who}: failed after checkpointing in the middle of the batch`);
+            }
+            return;
+          }
+          case 'abort-early':
+            for (const record of records) {
+              if (signal.aborted) return;
+              handle(record);
+              await clock.sleep(10 + Math.floor(random() * 50));
+            }
+            await checkpointer.checkpoint();
+            return;
+          case 'throw-n': {
+            const batchKey = `${leaseKey} ${first?.sequenceNumber ?? ''}`;
+            const allowed = failures.get(batchKey) ?? Math.floor(random() * 3);
+            if (allowed > 0) {
+              failures.set(batchKey, allowed - 1);
+              throw new Error(`${who}: failing this batch ${allowed} more time(s)`);
+            }
+            failures.set(batchKey, 0);
+            for (const record of records) handle(record);
+            await checkpointer.checkpoint();
+            return;
+          }
+          case 'slow':
+            await clock.sleep(50 + Math.floor(random() * 400));
+            for (const record of records) handle(record);
+            await checkpointer.checkpoint();
+            return;
+          default:
+            for (const record of records) handle(record);
+            await checkpointer.checkpoint();
+        }
+      },
+      async shardEnded({ checkpointer }) {
+        await checkpointer.checkpoint();
+        if (checkpointer.lastCheckpoint.isShardEnd) end();
+      },
+      async shutdownRequested({ checkpointer }) {
+        await checkpointer.checkpoint();
+      },
+      leaseLost() {
+        end();
+      },
+    };
+    return base;
+  };
+  return { processor };
+}
+
+function pipelineOptions(
+  context: ProcessorContext,
+  instances: ReadonlyMap<string, ProcessorInstance>,
+): PipelineOptions {
+  const { ledger, watch, clock, random, workerId, alive } = context;
+  const { partialFailures } = context;
+  const delivering = (leaseKey: string): void => {
+    const instance = instances.get(leaseKey);
+    if (instance !== undefined) watch.delivering(instance);
+  };
+  const concurrency = 1 + Math.floor(random() * 3);
+  const maxDemand = 2 + Math.floor(random() * 10);
+  return {
+    partitionBy: (message) => message.record.partitionKey,
+    processors: { concurrency, maxDemand, minDemand: Math.floor(maxDemand / 2) },
+    batchers: {
+      concurrency: 1 + Math.floor(random() * 2),
+      batchSize: 2 + Math.floor(random() * 8),
+      batchTimeoutMs: 50 + Math.floor(random() * 300),
+    },
+    checkpoint: {
+      intervalMs: 200 + Math.floor(random() * 800),
+      everyMessages: 5 + Math.floor(random() * 30),
+    },
+    retry: { initialMs: 20, maxMs: 300 },
+    drainTimeoutMs: 1_500,
+    handleMessage: async (_message, pipeline) => {
+      delivering(pipeline.leaseKey);
+      if (random() < 0.03) throw new Error('simulated handleMessage failure');
+    },
+    handleBatch: async (messages, _batch, pipeline) => {
+      delivering(pipeline.leaseKey);
+      await clock.sleep(5 + Math.floor(random() * 40));
+      if (random() < 0.05) throw new Error('simulated handleBatch failure');
+      for (const message of messages) {
+        if (partialFailures && random() < 0.05) {
+          message.fail(new Error('simulated failure of one message'));
+          continue;
+        }
+        if (alive()) ledger.handled(message.record.sequenceNumber, `${workerId} pipeline`);
+      }
+    },
+    handleFailed: (messages: readonly PipelineMessage[], failure) => {
+      if (failure.attempt >= 3 && random() < 0.5) {
+        for (const message of messages) {
+          if (alive()) ledger.skipped(message.record.sequenceNumber, `${workerId} pipeline`);
+        }
+        return 'skip';
+      }
+      return 'retry';
+    },
+  };
+}
