@@ -111,6 +111,7 @@ class FleetRun {
   readonly #pendingStops = new Map<string, number>();
   readonly #maxRecords: number;
   readonly #partialFailures: boolean;
+  readonly #poisonMessages: boolean;
   #nextWorker = 1;
   #producing = true;
   #stats = { workers: 0, crashes: 0, gracefulStops: 0, splits: 0, merges: 0 };
@@ -127,6 +128,7 @@ class FleetRun {
       (PROCESSOR_KINDS[Math.floor(this.#random() * PROCESSOR_KINDS.length)] as ProcessorKind);
     this.#maxRecords = 3 + Math.floor(this.#random() * 25);
     this.#partialFailures = this.#processor === 'pipeline' && this.#random() < 0.5;
+    this.#poisonMessages = this.#processor === 'pipeline' && this.#random() < 0.5;
     const now = (): number => this.#clock.monotonicNow();
     this.#ledger = new Ledger(
       now,
@@ -152,7 +154,7 @@ class FleetRun {
   async execute(): Promise<FleetSimulationResult> {
     const { chaosMs, settleLimitMs } = this.#options;
     this.#tell(
-      `seed ${this.#options.seed}: processor ${this.#processor}${this.#partialFailures ? ' (failing single messages)' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
+      `seed ${this.#options.seed}: processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
     );
     void this.#produce();
     const initial = 2 + Math.floor(this.#random() * 2);
@@ -184,8 +186,23 @@ class FleetRun {
         break;
       }
     }
-    if (settled) this.#tell('every shard is read to its end or tip');
-    else await this.#reportStall();
+    if (settled) {
+      this.#tell('every shard is read to its end or tip');
+      // One more record per key, read by a settled fleet: whatever a previous owner wrote late in a
+      // steal window is overwritten now, so the final table must hold every key's last record.
+      for (let key = 0; key < KEYS; key++) this.#put(`key-${key}`);
+      this.#tell('a last record per key');
+      settled = false;
+      const lastBy = this.#clock.monotonicNow() + settleLimitMs;
+      while (this.#clock.monotonicNow() < lastBy) {
+        await this.#clock.runUntil(this.#clock.monotonicNow() + 1_000);
+        if (await this.#caughtUp()) {
+          settled = true;
+          break;
+        }
+      }
+    }
+    if (!settled) await this.#reportStall();
 
     // Everyone stops gracefully; each stop must end within the shutdown timeout.
     for (const worker of this.#running()) this.#stopWorker(worker);
@@ -285,10 +302,14 @@ class FleetRun {
         this.#random() < 0.3 ? Number.POSITIVE_INFINITY : 2_000 + Math.floor(this.#random() * 6_000);
       faults.hangNext(count, hangMs);
       this.#tell(`store: the next ${count} call(s) of ${where} hang for ${hangMs} ms`);
-    } else {
+    } else if (kind < 0.92) {
       const count = 1 + Math.floor(this.#random() * 4);
       faults.failNext(count);
       this.#tell(`store: the next ${count} call(s) of ${where} fail`);
+    } else {
+      const count = 1 + Math.floor(this.#random() * 3);
+      faults.failNext(count, { operations: ['releaseLease'] });
+      this.#tell(`store: the next ${count} release(s) of ${where} fail`);
     }
   }
 
@@ -334,11 +355,14 @@ class FleetRun {
     while (this.#producing) {
       await this.#clock.sleep(40 + Math.floor(random() * 120));
       if (!this.#producing) return;
-      const key = `key-${Math.floor(random() * KEYS)}`;
-      const value = this.#ledger.nextValue(key);
-      const { shardId, record } = this.#stream.put(key, new TextEncoder().encode(`${key}#${value}`));
-      this.#ledger.produced(shardId, record.sequenceNumber, key, value);
+      this.#put(`key-${Math.floor(random() * KEYS)}`);
     }
+  }
+
+  #put(key: string): void {
+    const value = this.#ledger.nextValue(key);
+    const { shardId, record } = this.#stream.put(key, new TextEncoder().encode(`${key}#${value}`));
+    this.#ledger.produced(shardId, record.sequenceNumber, key, value);
   }
 
   // ── workers ─────────────────────────────────────────────────────────────────────────────────
@@ -374,6 +398,8 @@ class FleetRun {
         watch: this.#watch,
         alive: () => !clock.frozen,
         partialFailures: this.#partialFailures,
+        poisonMessages: this.#poisonMessages,
+        chaos: () => this.#clock.monotonicNow() < this.#options.chaosMs,
       }),
     });
     const worker: SimulatedWorker = {

@@ -56,6 +56,13 @@ export interface ProcessorContext {
    * row). The handler itself breaks key order then, so the ledger checks only the final table state.
    */
   readonly partialFailures: boolean;
+  /**
+   * Pipeline messages that fail for a long stretch (8–15 s) before they succeed — a poison message
+   * that a stop at the shard's end must not wait for.
+   */
+  readonly poisonMessages: boolean;
+  /** Whether the chaos is still going on: processors misbehave (poison messages) only then. */
+  readonly chaos: () => boolean;
 }
 
 /** The consumer options a processor kind contributes. */
@@ -183,7 +190,20 @@ function pipelineOptions(
   instances: ReadonlyMap<string, ProcessorInstance>,
 ): PipelineOptions {
   const { ledger, watch, clock, random, workerId, alive } = context;
-  const { partialFailures } = context;
+  const { partialFailures, poisonMessages } = context;
+  // Poison messages, by sequence number: until when they keep failing.
+  const poisoned = new Map<string, number>();
+  const isPoisoned = (message: PipelineMessage): boolean => {
+    if (!poisonMessages) return false;
+    const sequenceNumber = message.record.sequenceNumber;
+    let until = poisoned.get(sequenceNumber);
+    if (until === undefined) {
+      until =
+        context.chaos() && random() < 0.02 ? clock.monotonicNow() + 8_000 + Math.floor(random() * 7_000) : 0;
+      poisoned.set(sequenceNumber, until);
+    }
+    return clock.monotonicNow() < until;
+  };
   const delivering = (leaseKey: string): void => {
     const instance = instances.get(leaseKey);
     if (instance !== undefined) watch.delivering(instance);
@@ -212,7 +232,14 @@ function pipelineOptions(
       delivering(pipeline.leaseKey);
       await clock.sleep(5 + Math.floor(random() * 40));
       if (random() < 0.05) throw new Error('simulated handleBatch failure');
+      // A poison message fails, and so do the later messages of its key: the handler keeps key order.
+      const blocked = new Set<string>();
       for (const message of messages) {
+        if (blocked.has(message.record.partitionKey) || isPoisoned(message)) {
+          blocked.add(message.record.partitionKey);
+          message.fail(new Error('simulated poison message'));
+          continue;
+        }
         if (partialFailures && random() < 0.05) {
           message.fail(new Error('simulated failure of one message'));
           continue;
@@ -221,6 +248,7 @@ function pipelineOptions(
       }
     },
     handleFailed: (messages: readonly PipelineMessage[], failure) => {
+      if (messages.some(isPoisoned)) return 'retry';
       if (failure.attempt >= 3 && random() < 0.5) {
         for (const message of messages) {
           if (alive()) ledger.skipped(message.record.sequenceNumber, `${workerId} pipeline`);
