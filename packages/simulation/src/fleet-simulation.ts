@@ -277,7 +277,17 @@ class FleetRun {
     const where = worker === null ? 'every worker' : worker.workerId;
     const durationMs = 500 + Math.floor(this.#random() * 4_000);
     const kind = this.#random();
-    if (kind < 0.25) {
+    if (kind < 0.12) {
+      // A degraded store: slow (some calls past the deadline) and failing now and then.
+      const probability = 0.2 + this.#random() * 0.4;
+      const latencyMs = Math.floor(SIMULATION_TIMINGS.storeCallTimeoutMs * (0.8 + this.#random() * 0.6));
+      faults.setFailureProbability(probability, this.#random);
+      faults.setLatency(() => Math.floor(this.#random() * latencyMs));
+      this.#tell(
+        `store: degraded for ${where} for ${durationMs} ms (calls up to ${latencyMs} ms, ${Math.round(probability * 100)}% fail)`,
+      );
+      void this.#clock.sleep(durationMs).then(() => faults.restore().setLatency(0));
+    } else if (kind < 0.3) {
       const latencyMs = 100 + Math.floor(this.#random() * 4_000);
       faults.setLatency(() => Math.floor(this.#random() * latencyMs));
       this.#tell(`store: calls of ${where} take up to ${latencyMs} ms for ${durationMs} ms`);

@@ -46,6 +46,7 @@ export class FaultController {
   #failures: PendingFailure[] = [];
   #unavailable: { readonly retryable: boolean } | null = null;
   #latency: (operation: LeaseStoreOperation) => number = () => 0;
+  #flaky: { readonly probability: number; readonly random: () => number } | null = null;
 
   /** The next `count` matching calls throw a `LeaseStoreError`. */
   failNext(count: number, options: FailureOptions = {}): this {
@@ -116,9 +117,19 @@ export class FaultController {
     return this;
   }
 
+  /**
+   * Every call fails (retryably) with this probability, drawn from `random` (a seeded source keeps a
+   * run reproducible), until `restore()`: a degraded store.
+   */
+  setFailureProbability(probability: number, random: () => number): this {
+    this.#flaky = { probability, random };
+    return this;
+  }
+
   restore(): this {
     this.#unavailable = null;
     this.#failures = [];
+    this.#flaky = null;
     return this;
   }
 
@@ -154,6 +165,17 @@ export class FaultController {
             code: 'LEASE_STORE_UNAVAILABLE',
           },
         ),
+      };
+    }
+    if (this.#flaky !== null && this.#flaky.random() < this.#flaky.probability) {
+      return {
+        latency,
+        errorAfter: null,
+        hangMs: 0,
+        error: new LeaseStoreError('@kcl/testkit faulty store', `${operation}: injected flaky failure`, {
+          retryable: true,
+          code: 'LEASE_STORE_UNAVAILABLE',
+        }),
       };
     }
     const failure = this.#failures.find(
