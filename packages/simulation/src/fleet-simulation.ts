@@ -110,6 +110,8 @@ class FleetRun {
   readonly #workers = new Map<string, SimulatedWorker>();
   readonly #pendingStops = new Map<string, number>();
   readonly #maxRecords: number;
+  /** Per run: how long a store call may take (the deadline), below the expiry. */
+  readonly #storeCallTimeoutMs: number;
   readonly #partialFailures: boolean;
   readonly #poisonMessages: boolean;
   #nextWorker = 1;
@@ -127,6 +129,7 @@ class FleetRun {
       options.processor ??
       (PROCESSOR_KINDS[Math.floor(this.#random() * PROCESSOR_KINDS.length)] as ProcessorKind);
     this.#maxRecords = 3 + Math.floor(this.#random() * 25);
+    this.#storeCallTimeoutMs = 500 + 500 * Math.floor(this.#random() * 5);
     this.#partialFailures = this.#processor === 'pipeline' && this.#random() < 0.5;
     this.#poisonMessages = this.#processor === 'pipeline' && this.#random() < 0.5;
     const now = (): number => this.#clock.monotonicNow();
@@ -154,7 +157,7 @@ class FleetRun {
   async execute(): Promise<FleetSimulationResult> {
     const { chaosMs, settleLimitMs } = this.#options;
     this.#tell(
-      `seed ${this.#options.seed}: processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
+      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
     );
     void this.#produce();
     const initial = 2 + Math.floor(this.#random() * 2);
@@ -280,7 +283,7 @@ class FleetRun {
     if (kind < 0.12) {
       // A degraded store: slow (some calls past the deadline) and failing now and then.
       const probability = 0.2 + this.#random() * 0.4;
-      const latencyMs = Math.floor(SIMULATION_TIMINGS.storeCallTimeoutMs * (0.8 + this.#random() * 0.6));
+      const latencyMs = Math.floor(this.#storeCallTimeoutMs * (0.8 + this.#random() * 0.6));
       faults.setFailureProbability(probability, this.#random);
       faults.setLatency(() => Math.floor(this.#random() * latencyMs));
       this.#tell(
@@ -396,6 +399,7 @@ class FleetRun {
       initialPosition: 'TRIM_HORIZON',
       maxRecords: this.#maxRecords,
       ...SIMULATION_TIMINGS,
+      storeCallTimeoutMs: this.#storeCallTimeoutMs,
       clock,
       random,
       logger: this.#logger(workerId),
