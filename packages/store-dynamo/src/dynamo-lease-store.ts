@@ -10,6 +10,7 @@ import {
 import type {
   CheckpointUpdate,
   Lease,
+  LeaseBatchWriteResult,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
@@ -354,8 +355,18 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     renewLease,
 
     async renewLeases(renewals: readonly LeaseRenewal[]) {
-      return mapConcurrently(renewals, resolved.renewConcurrency, (renewal) =>
-        renewLease(renewal.leaseKey, renewal.leaseCounter),
+      // Each renewal is its own UpdateItem, so each can fail alone (throttled, timed out) while the
+      // others apply; the caller must learn of both, so a failure is that lease's result.
+      return mapConcurrently(
+        renewals,
+        resolved.renewConcurrency,
+        async (renewal): Promise<LeaseBatchWriteResult> => {
+          try {
+            return await renewLease(renewal.leaseKey, renewal.leaseCounter);
+          } catch (error) {
+            return { ok: false, reason: 'failed', error };
+          }
+        },
       );
     },
 

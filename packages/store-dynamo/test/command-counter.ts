@@ -24,3 +24,26 @@ export function failCommands(client: DynamoDBClient, names: readonly string[], e
     { step: 'initialize', name: 'kclCommandFailure' },
   );
 }
+
+/**
+ * Makes the next `times` commands that `matches` accepts fail with `error()` before they are sent, as
+ * DynamoDB throttling one request among many would.
+ */
+export function failCommandsWhere(
+  client: DynamoDBClient,
+  matches: (commandName: string, input: Record<string, unknown>) => boolean,
+  error: () => Error,
+  times = 1,
+): void {
+  let remaining = times;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (remaining > 0 && matches(String(context.commandName), args.input as Record<string, unknown>)) {
+        remaining -= 1;
+        throw error();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'kclMatchingCommandFailure' },
+  );
+}

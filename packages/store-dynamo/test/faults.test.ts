@@ -1,5 +1,5 @@
 import { ProvisionedThroughputExceededException, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import type { LeaseStore } from '@kcl/core';
+import type { Lease, LeaseStore } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
   LeaseDataError,
@@ -9,7 +9,7 @@ import {
 import { freePort, startDynalite } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoLeaseStore, summarizeDynamoLeaseTable } from '../src/index.js';
-import { failCommands } from './command-counter.js';
+import { failCommands, failCommandsWhere } from './command-counter.js';
 import { clientFor, startLocalDynamo } from './local-dynamo.js';
 
 const dynamo = await startLocalDynamo();
@@ -24,6 +24,18 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** Every kind of call, so no path escapes the error mapping. */
+function throttled(): Error {
+  return new ProvisionedThroughputExceededException({
+    message: 'The level of configured provisioned throughput for the table was exceeded.',
+    $metadata: { httpStatusCode: 400 },
+  });
+}
+
+/** The lease key an UpdateItem or GetItem of the Java layout is addressed to. */
+function leaseKeyOf(input: Record<string, unknown>): string | undefined {
+  return (input.Key as { leaseKey?: { S?: string } } | undefined)?.leaseKey?.S;
+}
+
 function everyCall(store: LeaseStore): Array<[string, () => Promise<unknown>]> {
   return [
     ['ensureSchema', () => store.ensureSchema()],
@@ -196,5 +208,44 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       ok: false,
       reason: 'already-exists',
     });
+  });
+
+  it('renewLeases: one throttled UpdateItem fails only its own lease, the others renew and say so', async () => {
+    const client = dynamo.client();
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'throttled-batch-app',
+      schemaPollIntervalMs: 10,
+    });
+    await store.ensureSchema();
+    const held: Lease[] = [];
+    for (const leaseKey of ['shardId-0', 'shardId-1', 'shardId-2']) {
+      const created = await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
+      const taken = created.ok ? await store.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1') : null;
+      if (taken === null || !taken.ok) throw new Error(`could not hold ${leaseKey}`);
+      held.push(taken.lease);
+    }
+    failCommandsWhere(
+      client,
+      (name, input) => name === 'UpdateItemCommand' && leaseKeyOf(input) === 'shardId-1',
+      throttled,
+    );
+    const results = await store.renewLeases(
+      held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter })),
+    );
+    expect(results).toHaveLength(3);
+    const [first, second, third] = results;
+    expect(first).toMatchObject({ ok: true, lease: { leaseKey: 'shardId-0', leaseCounter: 2 } });
+    expect(third).toMatchObject({ ok: true, lease: { leaseKey: 'shardId-2', leaseCounter: 2 } });
+    expect(second).toMatchObject({ ok: false, reason: 'failed' });
+    const error = second !== undefined && !second.ok && second.reason === 'failed' ? second.error : null;
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable]).toEqual([
+      'LEASE_STORE_THROTTLED',
+      true,
+    ]);
+    expect((error as Error).message).toContain('renew lease "shardId-1"');
+    // What is stored agrees: the two renewals applied, the throttled one did not.
+    expect((await store.listLeases()).map((lease) => lease.leaseCounter)).toEqual([2, 1, 2]);
   });
 });
