@@ -373,9 +373,10 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     async takeLease(leaseKey, leaseCounter, owner) {
       const next = numberValue(leaseCounter + 1);
       const ownerValue = { ':owner': { S: owner } };
-      // A take by a new owner counts an owner switch; a take by the current owner does not. Without
-      // reading first, try the common case (new owner) and fall back to the other on a failed condition.
-      const toNewOwner = await update(
+      // Only a take from another owner counts an owner switch, as the Java KCL's taker counts it; a take
+      // of a free lease or by the current owner does not. One UpdateItem cannot ADD conditionally, so
+      // try the counting write first and fall back to the other when DynamoDB says the owner differed.
+      const fromAnotherOwner = await update(
         'take',
         leaseKey,
         {
@@ -385,30 +386,33 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
           remove: [LEASE_ATTRIBUTES.checkpointOwner],
         },
         counterCondition(leaseCounter, {
-          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} <> :owner)`,
+          expression: `attribute_exists(#${LEASE_ATTRIBUTES.leaseOwner}) AND #${LEASE_ATTRIBUTES.leaseOwner} <> :owner`,
           values: ownerValue,
         }),
       );
-      if (toNewOwner.ok) return toNewOwner;
-      const seen = toNewOwner.seen;
-      const heldByOwnerAtCounter =
-        seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S === owner && counterOf(seen) === leaseCounter;
-      if (seen !== undefined && !heldByOwnerAtCounter) {
+      if (fromAnotherOwner.ok) return fromAnotherOwner;
+      const seen = fromAnotherOwner.seen;
+      const seenOwner = seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S;
+      const freeOrOwnAtCounter =
+        seen !== undefined &&
+        counterOf(seen) === leaseCounter &&
+        (seenOwner === undefined || seenOwner === owner);
+      if (seen !== undefined && !freeOrOwnAtCounter) {
         return { ok: false, reason: await lostReason(leaseKey, seen) };
       }
-      const toSameOwner = await update(
+      const withoutSwitch = await update(
         'take',
         leaseKey,
         {
-          set: { [LEASE_ATTRIBUTES.leaseCounter]: next },
+          set: { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next },
           remove: [LEASE_ATTRIBUTES.checkpointOwner],
         },
         counterCondition(leaseCounter, {
-          expression: `#${LEASE_ATTRIBUTES.leaseOwner} = :owner`,
+          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} = :owner)`,
           values: ownerValue,
         }),
       );
-      return lost(leaseKey, toSameOwner);
+      return lost(leaseKey, withoutSwitch);
     },
 
     releaseLease(leaseKey, leaseCounter) {
