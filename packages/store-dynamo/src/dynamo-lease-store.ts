@@ -40,7 +40,7 @@ import { PACKAGE_NAME, resolveDynamoLeaseStoreOptions } from './dynamo-lease-sto
 import { leaseTableDefinition, workerTableDefinition } from './dynamo-table-schema.js';
 import { createDynamoWorkerRegistry } from './dynamo-worker-registry.js';
 
-/** A lease row that could not be read, reported by `scanSummary({ invalidRows: 'collect' })`. */
+/** A lease row that could not be read, reported by `scanSummary()` and skipped by `listLeases`. */
 export interface DynamoInvalidLeaseRow {
   readonly leaseKey: string;
   readonly problem: string;
@@ -54,12 +54,12 @@ export interface DynamoLeaseTableSummary {
   readonly skippedRowCount: number;
   /** The skipped rows counted by `entityType`, e.g. `{ WORKER_METRIC_STATS: 3, LEADER: 1 }`. */
   readonly skippedRowsByEntityType: Readonly<Record<string, number>>;
-  /** Lease rows that cannot be read; always empty unless `invalidRows: 'collect'` was asked for. */
+  /** Lease rows that cannot be read, in scan order; `listLeases` skips exactly these. */
   readonly invalidRows: readonly DynamoInvalidLeaseRow[];
 }
 
 export interface DynamoScanSummaryOptions {
-  /** `throw` (default): a row that cannot be read rejects with `LeaseDataError`. `collect`: report it. */
+  /** `collect` (default): report a row that cannot be read. `throw`: reject with `LeaseDataError` naming it. */
   readonly invalidRows?: 'throw' | 'collect';
 }
 
@@ -70,7 +70,7 @@ export interface DynamoLeaseStore extends LeaseStore {
   readonly workerTableName: string;
   /**
    * Reads every row of the application and reports the leases, the non-lease rows that were skipped
-   * (KCL 3.x entity types) and, on request, the rows that cannot be read.
+   * (KCL 3.x entity types) and the lease rows that cannot be read (which `listLeases` skips).
    */
   scanSummary(options?: DynamoScanSummaryOptions): Promise<DynamoLeaseTableSummary>;
 }
@@ -228,7 +228,7 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
   const scanSummary = async (
     summaryOptions: DynamoScanSummaryOptions = {},
   ): Promise<DynamoLeaseTableSummary> => {
-    const collect = summaryOptions.invalidRows === 'collect';
+    const collect = summaryOptions.invalidRows !== 'throw';
     const leases: Lease[] = [];
     const skipped: Record<string, number> = {};
     let skippedRowCount = 0;
@@ -347,7 +347,17 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     },
 
     async listLeases() {
-      return (await scanSummary()).leases;
+      // One unreadable row must not hide the fleet's other leases (every worker's rebalancing would stop
+      // on it), so it is skipped and reported, as the Java KCL's scan skips and logs it. `getLease` of
+      // that key still rejects with the LeaseDataError naming it.
+      const summary = await scanSummary({ invalidRows: 'collect' });
+      for (const row of summary.invalidRows) {
+        resolved.logger.warn(
+          `${PACKAGE_NAME}: skipped lease ${JSON.stringify(row.leaseKey)}, which cannot be read: ${row.problem} (table ${JSON.stringify(leaseTable.tableName)}); no worker will process it until you fix the item or delete it (store.scanSummary() lists every such row)`,
+          { table: leaseTable.tableName, leaseKey: row.leaseKey, problem: row.problem },
+        );
+      }
+      return summary.leases;
     },
 
     scanSummary,

@@ -1,10 +1,11 @@
 import { ProvisionedThroughputExceededException, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import type { Lease, LeaseStore } from '@kcl/core';
+import type { Lease, LeaseStore, LogFields, Logger } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
   LeaseDataError,
   LeaseStoreError,
   LeaseStoreSchemaMissingError,
+  noopLogger,
 } from '@kcl/core';
 import { freePort, startDynalite } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -130,18 +131,22 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     expect(await store.getLease('shardId-1')).toBeNull();
   });
 
-  it('an item that cannot be parsed is a LeaseDataError naming the key, never silently dropped', async () => {
+  it('one unreadable row: listLeases skips it with a warning naming it, scanSummary lists it, getLease of it rejects', async () => {
     const client = dynamo.client();
+    const warnings: Array<[string, LogFields | undefined]> = [];
+    const logger: Logger = { ...noopLogger, warn: (message, fields) => warnings.push([message, fields]) };
+    // One item per page, so the unreadable row sits on a page of its own between healthy ones.
     const store = createDynamoLeaseStore({
       client,
       applicationName: 'garbage-app',
       schemaPollIntervalMs: 10,
+      pageSize: 1,
+      logger,
     });
     await store.ensureSchema();
-    await store.createLeaseIfAbsent({
-      leaseKey: 'shardId-000000000000',
-      checkpoint: ExtendedSequenceNumber.LATEST,
-    });
+    for (const leaseKey of ['shardId-000000000000', 'shardId-000000000002']) {
+      await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
+    }
     await client.send(
       new PutItemCommand({
         TableName: 'garbage-app',
@@ -153,6 +158,43 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
         },
       }),
     );
+
+    // The fleet keeps working on every other lease, as the Java KCL does: it skips the row and logs.
+    const listed = await store.listLeases();
+    expect(listed.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000', 'shardId-000000000002']);
+    expect(warnings).toEqual([
+      [
+        expect.stringMatching(/^@kcl\/store-dynamo: skipped lease "shardId-000000000001", which cannot be read: checkpoint "garbage" .*fix the item or delete it/),
+        {
+          table: 'garbage-app',
+          leaseKey: 'shardId-000000000001',
+          problem: expect.stringContaining('checkpoint "garbage"'),
+        },
+      ],
+    ]);
+    const [free] = listed;
+    expect(free !== undefined && (await store.takeLease(free.leaseKey, free.leaseCounter, 'worker-1')).ok).toBe(
+      true,
+    );
+
+    // Operators see the row in the store's scan summary (and summarizeDynamoLeaseTable).
+    const summary = await store.scanSummary();
+    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual([
+      'shardId-000000000000',
+      'shardId-000000000002',
+    ]);
+    expect(summary.invalidRows).toEqual([
+      { leaseKey: 'shardId-000000000001', problem: expect.stringContaining('checkpoint "garbage"') },
+    ]);
+    expect((await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' })).invalidRows).toEqual(
+      summary.invalidRows,
+    );
+    // A strict reader can still ask for the old behaviour.
+    const strict = await rejection(store.scanSummary({ invalidRows: 'throw' }));
+    expect(strict).toBeInstanceOf(LeaseDataError);
+    expect((strict as LeaseDataError).leaseKey).toBe('shardId-000000000001');
+
+    // Asked for by key, the row is an error that names it: the caller wanted that lease, not others.
     const single = await rejection(store.getLease('shardId-000000000001'));
     expect(single).toBeInstanceOf(LeaseDataError);
     expect((single as LeaseDataError).leaseKey).toBe('shardId-000000000001');
@@ -160,20 +202,7 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     expect((single as Error).message).toMatch(
       /^@kcl\/store-dynamo: lease "shardId-000000000001" cannot be read: checkpoint "garbage" is neither a decimal sequence number/,
     );
-    const listed = await rejection(store.listLeases());
-    expect(listed).toBeInstanceOf(LeaseDataError);
-    expect((listed as LeaseDataError).leaseKey).toBe('shardId-000000000001');
-
-    const summary = await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' });
-    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000']);
-    expect(summary.invalidRows).toEqual([
-      {
-        leaseKey: 'shardId-000000000001',
-        problem: expect.stringContaining('checkpoint "garbage"'),
-      },
-    ]);
-    // The healthy lease stays readable on its own.
-    expect((await store.getLease('shardId-000000000000'))?.checkpoint.sentinel).toBe('LATEST');
+    expect((await store.getLease('shardId-000000000000'))?.owner).toBe('worker-1');
   });
 
   it('throttling on the way to DynamoDB is a retryable error, and a lost race is still a value', async () => {
