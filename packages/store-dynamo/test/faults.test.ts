@@ -164,7 +164,9 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     expect(listed.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000', 'shardId-000000000002']);
     expect(warnings).toEqual([
       [
-        expect.stringMatching(/^@kcl\/store-dynamo: skipped lease "shardId-000000000001", which cannot be read: checkpoint "garbage" .*fix the item or delete it/),
+        expect.stringMatching(
+          /^@kcl\/store-dynamo: skipped lease "shardId-000000000001", which cannot be read: checkpoint "garbage" .*fix the item or delete it/,
+        ),
         {
           table: 'garbage-app',
           leaseKey: 'shardId-000000000001',
@@ -173,9 +175,9 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       ],
     ]);
     const [free] = listed;
-    expect(free !== undefined && (await store.takeLease(free.leaseKey, free.leaseCounter, 'worker-1')).ok).toBe(
-      true,
-    );
+    expect(
+      free !== undefined && (await store.takeLease(free.leaseKey, free.leaseCounter, 'worker-1')).ok,
+    ).toBe(true);
 
     // Operators see the row in the store's scan summary (and summarizeDynamoLeaseTable).
     const summary = await store.scanSummary();
@@ -249,8 +251,13 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     await store.ensureSchema();
     const held: Lease[] = [];
     for (const leaseKey of ['shardId-0', 'shardId-1', 'shardId-2']) {
-      const created = await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
-      const taken = created.ok ? await store.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1') : null;
+      const created = await store.createLeaseIfAbsent({
+        leaseKey,
+        checkpoint: ExtendedSequenceNumber.LATEST,
+      });
+      const taken = created.ok
+        ? await store.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1')
+        : null;
       if (taken === null || !taken.ok) throw new Error(`could not hold ${leaseKey}`);
       held.push(taken.lease);
     }

@@ -351,8 +351,15 @@ define('take', 'taking a free lease does not count an owner switch', async ({ st
   const stolen = expectOk(await store.takeLease(SHARD(1), taken.leaseCounter, 'worker-b'), 'steal');
   assert.equal(stolen.ownerSwitchesSinceCheckpoint, 1, 'from another owner: a switch');
   const released = expectOk(await store.releaseLease(SHARD(1), stolen.leaseCounter), 'release');
-  const retaken = expectOk(await store.takeLease(SHARD(1), released.leaseCounter, 'worker-c'), 'take released');
-  assert.equal(retaken.ownerSwitchesSinceCheckpoint, 1, 'a released lease taken: the count is kept, not raised');
+  const retaken = expectOk(
+    await store.takeLease(SHARD(1), released.leaseCounter, 'worker-c'),
+    'take released',
+  );
+  assert.equal(
+    retaken.ownerSwitchesSinceCheckpoint,
+    1,
+    'a released lease taken: the count is kept, not raised',
+  );
   await expectStored(store, retaken);
   const withSwitches = await create(store, { leaseKey: SHARD(2), ownerSwitchesSinceCheckpoint: 4 });
   const takenFree = expectOk(
