@@ -37,6 +37,7 @@ import {
 } from './dynamo-item-codec.js';
 import type { DynamoLeaseStoreOptions, DynamoLeaseTableLayout } from './dynamo-lease-store-options.js';
 import { PACKAGE_NAME, resolveDynamoLeaseStoreOptions } from './dynamo-lease-store-options.js';
+import { claimLeaseTableTag } from './dynamo-table-claim.js';
 import { leaseTableDefinition, workerTableDefinition } from './dynamo-table-schema.js';
 import { createDynamoWorkerRegistry } from './dynamo-worker-registry.js';
 
@@ -310,11 +311,24 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
         timeoutMs: resolved.schemaWaitTimeoutMs,
         pollIntervalMs: resolved.schemaPollIntervalMs,
       };
-      await Promise.all([
+      const [leaseTableDescription] = await Promise.all([
         ensureTable({ ...common, definition: leaseTable }),
         ensureTable({ ...common, definition: workerTable }),
       ]);
-      if (layout === 'java') await registry.claimTable(leaseTable.tableName);
+      if (layout === 'java') {
+        // The claim belongs to the lease table: recorded in this store's registry (atomic, and what
+        // earlier versions check) and on the lease table itself, which applications with different
+        // registries share.
+        await registry.claimTable(leaseTable.tableName);
+        await claimLeaseTableTag({
+          client,
+          definition: leaseTable,
+          billing,
+          tableArn: leaseTableDescription.TableArn,
+          applicationName,
+          logger: resolved.logger,
+        });
+      }
     },
 
     async createLeaseIfAbsent(init: LeaseInit) {
