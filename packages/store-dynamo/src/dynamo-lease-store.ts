@@ -397,46 +397,47 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     async takeLease(leaseKey, leaseCounter, owner) {
       const next = numberValue(leaseCounter + 1);
       const ownerValue = { ':owner': { S: owner } };
+      const taken = { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next };
+      // A KCL 3.x graceful hand-off in progress ends when the lease is taken, as the Java taker does.
+      const remove = [LEASE_ATTRIBUTES.checkpointOwner];
       // Only a take from another owner counts an owner switch, as the Java KCL's taker counts it; a take
-      // of a free lease or by the current owner does not. One UpdateItem cannot ADD conditionally, so
-      // try the counting write first and fall back to the other when DynamoDB says the owner differed.
+      // of a free lease or by the current owner does not. One UpdateItem cannot ADD conditionally, so try
+      // the write without a switch first (free leases after a start or a graceful stop, re-adopted own
+      // leases) and fall back to the counting one when DynamoDB says another owner held it.
+      const withoutSwitch = await update(
+        'take',
+        leaseKey,
+        { set: taken, remove },
+        counterCondition(leaseCounter, {
+          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} = :owner)`,
+          values: ownerValue,
+        }),
+      );
+      if (withoutSwitch.ok) return withoutSwitch;
+      const seen = withoutSwitch.seen;
+      const seenOwner = seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S;
+      const otherOwnerAtCounter =
+        seen !== undefined &&
+        counterOf(seen) === leaseCounter &&
+        seenOwner !== undefined &&
+        seenOwner !== owner;
+      if (seen !== undefined && !otherOwnerAtCounter) {
+        return { ok: false, reason: await lostReason(leaseKey, seen) };
+      }
       const fromAnotherOwner = await update(
         'take',
         leaseKey,
         {
-          set: { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next },
+          set: taken,
           add: { [LEASE_ATTRIBUTES.ownerSwitchesSinceCheckpoint]: numberValue(1) },
-          // A KCL 3.x graceful hand-off in progress ends when the lease is taken, as the Java taker does.
-          remove: [LEASE_ATTRIBUTES.checkpointOwner],
+          remove,
         },
         counterCondition(leaseCounter, {
           expression: `attribute_exists(#${LEASE_ATTRIBUTES.leaseOwner}) AND #${LEASE_ATTRIBUTES.leaseOwner} <> :owner`,
           values: ownerValue,
         }),
       );
-      if (fromAnotherOwner.ok) return fromAnotherOwner;
-      const seen = fromAnotherOwner.seen;
-      const seenOwner = seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S;
-      const freeOrOwnAtCounter =
-        seen !== undefined &&
-        counterOf(seen) === leaseCounter &&
-        (seenOwner === undefined || seenOwner === owner);
-      if (seen !== undefined && !freeOrOwnAtCounter) {
-        return { ok: false, reason: await lostReason(leaseKey, seen) };
-      }
-      const withoutSwitch = await update(
-        'take',
-        leaseKey,
-        {
-          set: { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next },
-          remove: [LEASE_ATTRIBUTES.checkpointOwner],
-        },
-        counterCondition(leaseCounter, {
-          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} = :owner)`,
-          values: ownerValue,
-        }),
-      );
-      return lost(leaseKey, withoutSwitch);
+      return lost(leaseKey, fromAnotherOwner);
     },
 
     releaseLease(leaseKey, leaseCounter) {
