@@ -21,8 +21,9 @@ export interface EnsureTableOptions {
  * Makes sure a table exists and is usable: describe it, create it when missing (someone else creating
  * it at the same moment is fine), then wait for ACTIVE, polling on the injected clock until a
  * deadline. An existing table with another key schema is an error, never something to repair.
+ * Resolves with the table's description once it is usable.
  */
-export async function ensureTable(options: EnsureTableOptions): Promise<void> {
+export async function ensureTable(options: EnsureTableOptions): Promise<TableDescription> {
   const { client, definition, billing, clock } = options;
   const deadline = clock.monotonicNow() + options.timeoutMs;
   let lastStatus = 'missing';
@@ -35,7 +36,7 @@ export async function ensureTable(options: EnsureTableOptions): Promise<void> {
       checkKeySchema(definition, table);
       lastStatus = table.TableStatus ?? 'unknown';
       // An UPDATING table serves reads and writes; the Java KCL treats it as existing too.
-      if (lastStatus === 'ACTIVE' || lastStatus === 'UPDATING') return;
+      if (lastStatus === 'ACTIVE' || lastStatus === 'UPDATING') return table;
       if (lastStatus !== 'CREATING' && lastStatus !== 'DELETING') {
         throw new LeaseStoreError(
           PACKAGE_NAME,

@@ -43,6 +43,7 @@ describe('resolveDynamoLeaseStoreOptions', () => {
       schemaWaitTimeoutMs: -1,
       schemaPollIntervalMs: 0,
       clock: {},
+      logger: { warn: () => {} },
     });
     expect(problems).toEqual([
       'client must be a DynamoDBClient (an object with a send method)',
@@ -57,6 +58,7 @@ describe('resolveDynamoLeaseStoreOptions', () => {
       'pageSize must be a positive integer',
       'schemaWaitTimeoutMs must be a positive integer',
       'schemaPollIntervalMs must be a positive integer',
+      'logger must implement debug, info, warn and error (a Logger from @kcl/core)',
     ]);
   });
 

@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Clock } from '@kcl/core';
-import { ConfigurationError, systemClock } from '@kcl/core';
+import type { Clock, Logger } from '@kcl/core';
+import { ConfigurationError, noopLogger, systemClock } from '@kcl/core';
 
 /** The package name, which every message of this package starts with. */
 export const PACKAGE_NAME = '@kcl/store-dynamo';
@@ -51,6 +51,8 @@ export interface DynamoLeaseStoreOptions {
   readonly schemaWaitTimeoutMs?: number;
   /** How often `ensureSchema` asks whether a table is ACTIVE yet (default 1,000 ms). */
   readonly schemaPollIntervalMs?: number;
+  /** Where the store reports what it skipped or could not check, e.g. an unreadable lease row (default: nothing). */
+  readonly logger?: Logger;
 }
 
 /** Options with every default filled in. */
@@ -67,6 +69,7 @@ export interface ResolvedDynamoLeaseStoreOptions {
   readonly pageSize: number | null;
   readonly schemaWaitTimeoutMs: number;
   readonly schemaPollIntervalMs: number;
+  readonly logger: Logger;
 }
 
 export const DEFAULT_WORKER_TABLE_SUFFIX = '-kcl-workers';
@@ -187,6 +190,15 @@ export function resolveDynamoLeaseStoreOptions(
     problems.push('schemaPollIntervalMs must be a positive integer');
   }
 
+  const logger = input.logger ?? noopLogger;
+  if (
+    logger === null ||
+    typeof logger !== 'object' ||
+    !(['debug', 'info', 'warn', 'error'] as const).every((level) => typeof logger[level] === 'function')
+  ) {
+    problems.push('logger must implement debug, info, warn and error (a Logger from @kcl/core)');
+  }
+
   if (problems.length > 0) throw new ConfigurationError(PACKAGE_NAME, problems);
 
   return Object.freeze({
@@ -202,6 +214,7 @@ export function resolveDynamoLeaseStoreOptions(
     pageSize,
     schemaWaitTimeoutMs,
     schemaPollIntervalMs,
+    logger,
   });
 }
 

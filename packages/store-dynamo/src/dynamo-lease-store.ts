@@ -10,6 +10,7 @@ import {
 import type {
   CheckpointUpdate,
   Lease,
+  LeaseBatchWriteResult,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
@@ -36,10 +37,11 @@ import {
 } from './dynamo-item-codec.js';
 import type { DynamoLeaseStoreOptions, DynamoLeaseTableLayout } from './dynamo-lease-store-options.js';
 import { PACKAGE_NAME, resolveDynamoLeaseStoreOptions } from './dynamo-lease-store-options.js';
+import { claimLeaseTableTag } from './dynamo-table-claim.js';
 import { leaseTableDefinition, workerTableDefinition } from './dynamo-table-schema.js';
 import { createDynamoWorkerRegistry } from './dynamo-worker-registry.js';
 
-/** A lease row that could not be read, reported by `scanSummary({ invalidRows: 'collect' })`. */
+/** A lease row that could not be read, reported by `scanSummary()` and skipped by `listLeases`. */
 export interface DynamoInvalidLeaseRow {
   readonly leaseKey: string;
   readonly problem: string;
@@ -53,12 +55,12 @@ export interface DynamoLeaseTableSummary {
   readonly skippedRowCount: number;
   /** The skipped rows counted by `entityType`, e.g. `{ WORKER_METRIC_STATS: 3, LEADER: 1 }`. */
   readonly skippedRowsByEntityType: Readonly<Record<string, number>>;
-  /** Lease rows that cannot be read; always empty unless `invalidRows: 'collect'` was asked for. */
+  /** Lease rows that cannot be read, in scan order; `listLeases` skips exactly these. */
   readonly invalidRows: readonly DynamoInvalidLeaseRow[];
 }
 
 export interface DynamoScanSummaryOptions {
-  /** `throw` (default): a row that cannot be read rejects with `LeaseDataError`. `collect`: report it. */
+  /** `collect` (default): report a row that cannot be read. `throw`: reject with `LeaseDataError` naming it. */
   readonly invalidRows?: 'throw' | 'collect';
 }
 
@@ -69,7 +71,7 @@ export interface DynamoLeaseStore extends LeaseStore {
   readonly workerTableName: string;
   /**
    * Reads every row of the application and reports the leases, the non-lease rows that were skipped
-   * (KCL 3.x entity types) and, on request, the rows that cannot be read.
+   * (KCL 3.x entity types) and the lease rows that cannot be read (which `listLeases` skips).
    */
   scanSummary(options?: DynamoScanSummaryOptions): Promise<DynamoLeaseTableSummary>;
 }
@@ -227,7 +229,7 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
   const scanSummary = async (
     summaryOptions: DynamoScanSummaryOptions = {},
   ): Promise<DynamoLeaseTableSummary> => {
-    const collect = summaryOptions.invalidRows === 'collect';
+    const collect = summaryOptions.invalidRows !== 'throw';
     const leases: Lease[] = [];
     const skipped: Record<string, number> = {};
     let skippedRowCount = 0;
@@ -309,11 +311,24 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
         timeoutMs: resolved.schemaWaitTimeoutMs,
         pollIntervalMs: resolved.schemaPollIntervalMs,
       };
-      await Promise.all([
+      const [leaseTableDescription] = await Promise.all([
         ensureTable({ ...common, definition: leaseTable }),
         ensureTable({ ...common, definition: workerTable }),
       ]);
-      if (layout === 'java') await registry.claimTable(leaseTable.tableName);
+      if (layout === 'java') {
+        // The claim belongs to the lease table: recorded in this store's registry (atomic, and what
+        // earlier versions check) and on the lease table itself, which applications with different
+        // registries share.
+        await registry.claimTable(leaseTable.tableName);
+        await claimLeaseTableTag({
+          client,
+          definition: leaseTable,
+          billing,
+          tableArn: leaseTableDescription.TableArn,
+          applicationName,
+          logger: resolved.logger,
+        });
+      }
     },
 
     async createLeaseIfAbsent(init: LeaseInit) {
@@ -346,7 +361,17 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     },
 
     async listLeases() {
-      return (await scanSummary()).leases;
+      // One unreadable row must not hide the fleet's other leases (every worker's rebalancing would stop
+      // on it), so it is skipped and reported, as the Java KCL's scan skips and logs it. `getLease` of
+      // that key still rejects with the LeaseDataError naming it.
+      const summary = await scanSummary({ invalidRows: 'collect' });
+      for (const row of summary.invalidRows) {
+        resolved.logger.warn(
+          `${PACKAGE_NAME}: skipped lease ${JSON.stringify(row.leaseKey)}, which cannot be read: ${row.problem} (table ${JSON.stringify(leaseTable.tableName)}); no worker will process it until you fix the item or delete it (store.scanSummary() lists every such row)`,
+          { table: leaseTable.tableName, leaseKey: row.leaseKey, problem: row.problem },
+        );
+      }
+      return summary.leases;
     },
 
     scanSummary,
@@ -354,50 +379,65 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
     renewLease,
 
     async renewLeases(renewals: readonly LeaseRenewal[]) {
-      return mapConcurrently(renewals, resolved.renewConcurrency, (renewal) =>
-        renewLease(renewal.leaseKey, renewal.leaseCounter),
+      // Each renewal is its own UpdateItem, so each can fail alone (throttled, timed out) while the
+      // others apply; the caller must learn of both, so a failure is that lease's result.
+      return mapConcurrently(
+        renewals,
+        resolved.renewConcurrency,
+        async (renewal): Promise<LeaseBatchWriteResult> => {
+          try {
+            return await renewLease(renewal.leaseKey, renewal.leaseCounter);
+          } catch (error) {
+            return { ok: false, reason: 'failed', error };
+          }
+        },
       );
     },
 
     async takeLease(leaseKey, leaseCounter, owner) {
       const next = numberValue(leaseCounter + 1);
       const ownerValue = { ':owner': { S: owner } };
-      // A take by a new owner counts an owner switch; a take by the current owner does not. Without
-      // reading first, try the common case (new owner) and fall back to the other on a failed condition.
-      const toNewOwner = await update(
+      const taken = { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next };
+      // A KCL 3.x graceful hand-off in progress ends when the lease is taken, as the Java taker does.
+      const remove = [LEASE_ATTRIBUTES.checkpointOwner];
+      // Only a take from another owner counts an owner switch, as the Java KCL's taker counts it; a take
+      // of a free lease or by the current owner does not. One UpdateItem cannot ADD conditionally, so try
+      // the write without a switch first (free leases after a start or a graceful stop, re-adopted own
+      // leases) and fall back to the counting one when DynamoDB says another owner held it.
+      const withoutSwitch = await update(
         'take',
         leaseKey,
-        {
-          set: { [LEASE_ATTRIBUTES.leaseOwner]: { S: owner }, [LEASE_ATTRIBUTES.leaseCounter]: next },
-          add: { [LEASE_ATTRIBUTES.ownerSwitchesSinceCheckpoint]: numberValue(1) },
-          // A KCL 3.x graceful hand-off in progress ends when the lease is taken, as the Java taker does.
-          remove: [LEASE_ATTRIBUTES.checkpointOwner],
-        },
+        { set: taken, remove },
         counterCondition(leaseCounter, {
-          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} <> :owner)`,
+          expression: `(attribute_not_exists(#${LEASE_ATTRIBUTES.leaseOwner}) OR #${LEASE_ATTRIBUTES.leaseOwner} = :owner)`,
           values: ownerValue,
         }),
       );
-      if (toNewOwner.ok) return toNewOwner;
-      const seen = toNewOwner.seen;
-      const heldByOwnerAtCounter =
-        seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S === owner && counterOf(seen) === leaseCounter;
-      if (seen !== undefined && !heldByOwnerAtCounter) {
+      if (withoutSwitch.ok) return withoutSwitch;
+      const seen = withoutSwitch.seen;
+      const seenOwner = seen?.[LEASE_ATTRIBUTES.leaseOwner]?.S;
+      const otherOwnerAtCounter =
+        seen !== undefined &&
+        counterOf(seen) === leaseCounter &&
+        seenOwner !== undefined &&
+        seenOwner !== owner;
+      if (seen !== undefined && !otherOwnerAtCounter) {
         return { ok: false, reason: await lostReason(leaseKey, seen) };
       }
-      const toSameOwner = await update(
+      const fromAnotherOwner = await update(
         'take',
         leaseKey,
         {
-          set: { [LEASE_ATTRIBUTES.leaseCounter]: next },
-          remove: [LEASE_ATTRIBUTES.checkpointOwner],
+          set: taken,
+          add: { [LEASE_ATTRIBUTES.ownerSwitchesSinceCheckpoint]: numberValue(1) },
+          remove,
         },
         counterCondition(leaseCounter, {
-          expression: `#${LEASE_ATTRIBUTES.leaseOwner} = :owner`,
+          expression: `attribute_exists(#${LEASE_ATTRIBUTES.leaseOwner}) AND #${LEASE_ATTRIBUTES.leaseOwner} <> :owner`,
           values: ownerValue,
         }),
       );
-      return lost(leaseKey, toSameOwner);
+      return lost(leaseKey, fromAnotherOwner);
     },
 
     releaseLease(leaseKey, leaseCounter) {

@@ -12,7 +12,8 @@ import { mapDynamoError } from './dynamo-error-mapping.js';
 import { buildExpressions } from './dynamo-expression.js';
 import type { DynamoItem } from './dynamo-item-codec.js';
 import type { DynamoTableBilling } from './dynamo-lease-store-options.js';
-import { PACKAGE_NAME } from './dynamo-lease-store-options.js';
+import { DEFAULT_WORKER_TABLE_SUFFIX, PACKAGE_NAME } from './dynamo-lease-store-options.js';
+import { tableClaimedError } from './dynamo-table-claim.js';
 import type { DynamoTableDefinition } from './dynamo-table-schema.js';
 import { WORKER_TABLE_RANGE_KEY } from './dynamo-table-schema.js';
 
@@ -39,6 +40,18 @@ export const MIGRATION_MARKER_ENTRY = 'migration-marker';
 export const TABLE_OWNER_PARTITION = 'kcl:table';
 export const TABLE_OWNER_ENTRY = 'java-layout-owner';
 
+/**
+ * The registry entry of a lease table's claim. The claim belongs to the lease table, so a registry
+ * shared by several lease tables keeps one claim per lease table (`java-layout-owner:<table>`). In a
+ * lease table's own default registry (`<table>-kcl-workers`) the table is implied and the entry keeps
+ * the name claims have always had there, so those claims still hold.
+ */
+export function tableOwnerEntryKey(leaseTableName: string, workerTableName: string): string {
+  return workerTableName === `${leaseTableName}${DEFAULT_WORKER_TABLE_SUFFIX}`
+    ? TABLE_OWNER_ENTRY
+    : `${TABLE_OWNER_ENTRY}:${leaseTableName}`;
+}
+
 export interface DynamoWorkerRegistryOptions {
   readonly client: DynamoDBClient;
   readonly definition: DynamoTableDefinition;
@@ -56,9 +69,9 @@ export interface DynamoWorkerRegistry {
   getMarker(): Promise<MigrationMarker | null>;
   setMarker(marker: MigrationMarker | null): Promise<void>;
   /**
-   * Records this application as the owner of a Java-layout lease table, or fails when another
-   * application already owns it: that layout has no application column, so two applications on one
-   * table would read and take each other's leases.
+   * Records this application as the owner of a Java-layout lease table in this registry (an entry
+   * keyed by the lease table), or fails when another application already owns it: that layout has no
+   * application column, so two applications on one table would read and take each other's leases.
    */
   claimTable(leaseTableName: string): Promise<void>;
 }
@@ -215,15 +228,16 @@ export function createDynamoWorkerRegistry(options: DynamoWorkerRegistryOptions)
     },
 
     async claimTable(leaseTableName) {
+      const entryKey = tableOwnerEntryKey(leaseTableName, definition.tableName);
       const ownerKey: DynamoItem = {
         [WORKER_ATTRIBUTES.applicationName]: { S: TABLE_OWNER_PARTITION },
-        [WORKER_ATTRIBUTES.entryKey]: { S: TABLE_OWNER_ENTRY },
+        [WORKER_ATTRIBUTES.entryKey]: { S: entryKey },
       };
       try {
         await client.send(
           new PutItemCommand({
             TableName: definition.tableName,
-            Item: { ...ownerKey, owner: { S: applicationName } },
+            Item: { ...ownerKey, owner: { S: applicationName }, leaseTable: { S: leaseTableName } },
             ConditionExpression: 'attribute_not_exists(#owner) OR #owner = :owner',
             ExpressionAttributeNames: { '#owner': 'owner' },
             ExpressionAttributeValues: { ':owner': { S: applicationName } },
@@ -243,10 +257,11 @@ export function createDynamoWorkerRegistry(options: DynamoWorkerRegistryOptions)
           ),
         );
         const owner = output.Item?.owner?.S ?? '(unknown)';
-        throw new LeaseStoreError(
-          PACKAGE_NAME,
-          `${PACKAGE_NAME}: lease table ${JSON.stringify(leaseTableName)} already holds the leases of application ${JSON.stringify(owner)}, not ${JSON.stringify(applicationName)}. In the Java-compatible layout a table belongs to one application (its default name is the application name): drop the tableName option, or use layout: 'shared' to keep several applications in one table.`,
-          { retryable: false, code: 'CONFIGURATION' },
+        throw tableClaimedError(
+          leaseTableName,
+          owner,
+          applicationName,
+          `the entry ${JSON.stringify(entryKey)} of partition ${JSON.stringify(TABLE_OWNER_PARTITION)} in worker table ${JSON.stringify(definition.tableName)}`,
         );
       }
     },

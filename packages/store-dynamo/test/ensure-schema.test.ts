@@ -1,10 +1,15 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { ExtendedSequenceNumber, LeaseStoreError } from '@kcl/core';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ListTagsOfResourceCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { Logger } from '@kcl/core';
+import { ExtendedSequenceNumber, LeaseStoreError, noopLogger } from '@kcl/core';
 import { ManualClock } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoLeaseStore, createTableInput, leaseTableDefinition } from '../src/index.js';
-import { countCommands } from './command-counter.js';
+import { countCommands, failCommands } from './command-counter.js';
 import { startLocalDynamo } from './local-dynamo.js';
 
 // Tables that become ACTIVE 60 ms after creation (real time), and tables that never do within a test.
@@ -220,4 +225,110 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
     });
     await expect(Promise.all([sharedA.ensureSchema(), sharedB.ensureSchema()])).resolves.toBeDefined();
   });
+
+  it('lets applications with their own Java-layout tables share one custom worker table', async () => {
+    const client = quick.client();
+    const billing = createDynamoLeaseStore({
+      client,
+      applicationName: 'billing',
+      tableName: 'billing-leases',
+      workerTableName: 'all-kcl-workers',
+      schemaPollIntervalMs: 10,
+    });
+    const search = createDynamoLeaseStore({
+      client,
+      applicationName: 'search',
+      tableName: 'search-leases',
+      workerTableName: 'all-kcl-workers',
+      schemaPollIntervalMs: 10,
+    });
+    await billing.ensureSchema();
+    await search.ensureSchema();
+    await billing.ensureSchema();
+    await billing.heartbeatWorker('billing-1');
+    await search.heartbeatWorker('search-1');
+    expect((await billing.listWorkers()).map((worker) => worker.workerId)).toEqual(['billing-1']);
+    expect((await search.listWorkers()).map((worker) => worker.workerId)).toEqual(['search-1']);
+  });
+
+  it('refuses a second application on one Java-layout table even when each keeps its own worker table', async () => {
+    const client = quick.client();
+    const first = createDynamoLeaseStore({
+      client,
+      applicationName: 'orders-billing',
+      tableName: 'one-lease-table',
+      workerTableName: 'orders-billing-workers',
+      schemaPollIntervalMs: 10,
+    });
+    const second = createDynamoLeaseStore({
+      client,
+      applicationName: 'orders-search',
+      tableName: 'one-lease-table',
+      workerTableName: 'orders-search-workers',
+      schemaPollIntervalMs: 10,
+    });
+    await first.ensureSchema();
+    const error = await second.ensureSchema().then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect((error as LeaseStoreError).retryable).toBe(false);
+    expect((error as Error).message).toContain(
+      'lease table "one-lease-table" already holds the leases of application "orders-billing", not "orders-search"',
+    );
+    // The owner is not disturbed, and the lease table names it for every registry.
+    await first.ensureSchema();
+    expect(await ownerTag(client, 'one-lease-table')).toBe('orders-billing');
+  });
+
+  it('without permission for tags it warns, and the registry claim still refuses a second application', async () => {
+    const client = quick.client();
+    failCommands(client, ['ListTagsOfResourceCommand', 'TagResourceCommand'], () =>
+      Object.assign(new Error('User is not authorized to perform: dynamodb:ListTagsOfResource'), {
+        name: 'AccessDeniedException',
+        $metadata: { httpStatusCode: 400 },
+      }),
+    );
+    const warnings: string[] = [];
+    const logger: Logger = { ...noopLogger, warn: (message) => warnings.push(message) };
+    const owner = createDynamoLeaseStore({
+      client,
+      applicationName: 'untagged-owner',
+      tableName: 'untagged-table',
+      schemaPollIntervalMs: 10,
+      logger,
+    });
+    await owner.ensureSchema();
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^@kcl\/store-dynamo: could not check which application owns lease table "untagged-table" through its kcl:application tag \(ListTagsOfResource failed\).*Grant dynamodb:ListTagsOfResource and dynamodb:TagResource/,
+      ),
+    ]);
+    const intruder = createDynamoLeaseStore({
+      client,
+      applicationName: 'untagged-intruder',
+      tableName: 'untagged-table',
+      schemaPollIntervalMs: 10,
+    });
+    const error = await intruder.ensureSchema().then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect((error as Error).message).toContain('already holds the leases of application "untagged-owner"');
+    // Once tags may be used, the owner's next start records it on the table as well.
+    await createDynamoLeaseStore({
+      client: quick.client(),
+      applicationName: 'untagged-owner',
+      tableName: 'untagged-table',
+      schemaPollIntervalMs: 10,
+    }).ensureSchema();
+    expect(await ownerTag(quick.client(), 'untagged-table')).toBe('untagged-owner');
+  });
 });
+
+async function ownerTag(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
+  const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  const tags = await client.send(new ListTagsOfResourceCommand({ ResourceArn: table?.TableArn }));
+  return tags.Tags?.find((tag) => tag.Key === 'kcl:application')?.Value;
+}

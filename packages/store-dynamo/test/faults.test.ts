@@ -1,15 +1,16 @@
 import { ProvisionedThroughputExceededException, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import type { LeaseStore } from '@kcl/core';
+import type { Lease, LeaseStore, LogFields, Logger } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
   LeaseDataError,
   LeaseStoreError,
   LeaseStoreSchemaMissingError,
+  noopLogger,
 } from '@kcl/core';
 import { freePort, startDynalite } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoLeaseStore, summarizeDynamoLeaseTable } from '../src/index.js';
-import { failCommands } from './command-counter.js';
+import { failCommands, failCommandsWhere } from './command-counter.js';
 import { clientFor, startLocalDynamo } from './local-dynamo.js';
 
 const dynamo = await startLocalDynamo();
@@ -24,6 +25,18 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** Every kind of call, so no path escapes the error mapping. */
+function throttled(): Error {
+  return new ProvisionedThroughputExceededException({
+    message: 'The level of configured provisioned throughput for the table was exceeded.',
+    $metadata: { httpStatusCode: 400 },
+  });
+}
+
+/** The lease key an UpdateItem or GetItem of the Java layout is addressed to. */
+function leaseKeyOf(input: Record<string, unknown>): string | undefined {
+  return (input.Key as { leaseKey?: { S?: string } } | undefined)?.leaseKey?.S;
+}
+
 function everyCall(store: LeaseStore): Array<[string, () => Promise<unknown>]> {
   return [
     ['ensureSchema', () => store.ensureSchema()],
@@ -118,18 +131,22 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     expect(await store.getLease('shardId-1')).toBeNull();
   });
 
-  it('an item that cannot be parsed is a LeaseDataError naming the key, never silently dropped', async () => {
+  it('one unreadable row: listLeases skips it with a warning naming it, scanSummary lists it, getLease of it rejects', async () => {
     const client = dynamo.client();
+    const warnings: Array<[string, LogFields | undefined]> = [];
+    const logger: Logger = { ...noopLogger, warn: (message, fields) => warnings.push([message, fields]) };
+    // One item per page, so the unreadable row sits on a page of its own between healthy ones.
     const store = createDynamoLeaseStore({
       client,
       applicationName: 'garbage-app',
       schemaPollIntervalMs: 10,
+      pageSize: 1,
+      logger,
     });
     await store.ensureSchema();
-    await store.createLeaseIfAbsent({
-      leaseKey: 'shardId-000000000000',
-      checkpoint: ExtendedSequenceNumber.LATEST,
-    });
+    for (const leaseKey of ['shardId-000000000000', 'shardId-000000000002']) {
+      await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
+    }
     await client.send(
       new PutItemCommand({
         TableName: 'garbage-app',
@@ -141,6 +158,45 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
         },
       }),
     );
+
+    // The fleet keeps working on every other lease, as the Java KCL does: it skips the row and logs.
+    const listed = await store.listLeases();
+    expect(listed.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000', 'shardId-000000000002']);
+    expect(warnings).toEqual([
+      [
+        expect.stringMatching(
+          /^@kcl\/store-dynamo: skipped lease "shardId-000000000001", which cannot be read: checkpoint "garbage" .*fix the item or delete it/,
+        ),
+        {
+          table: 'garbage-app',
+          leaseKey: 'shardId-000000000001',
+          problem: expect.stringContaining('checkpoint "garbage"'),
+        },
+      ],
+    ]);
+    const [free] = listed;
+    expect(
+      free !== undefined && (await store.takeLease(free.leaseKey, free.leaseCounter, 'worker-1')).ok,
+    ).toBe(true);
+
+    // Operators see the row in the store's scan summary (and summarizeDynamoLeaseTable).
+    const summary = await store.scanSummary();
+    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual([
+      'shardId-000000000000',
+      'shardId-000000000002',
+    ]);
+    expect(summary.invalidRows).toEqual([
+      { leaseKey: 'shardId-000000000001', problem: expect.stringContaining('checkpoint "garbage"') },
+    ]);
+    expect((await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' })).invalidRows).toEqual(
+      summary.invalidRows,
+    );
+    // A strict reader can still ask for the old behaviour.
+    const strict = await rejection(store.scanSummary({ invalidRows: 'throw' }));
+    expect(strict).toBeInstanceOf(LeaseDataError);
+    expect((strict as LeaseDataError).leaseKey).toBe('shardId-000000000001');
+
+    // Asked for by key, the row is an error that names it: the caller wanted that lease, not others.
     const single = await rejection(store.getLease('shardId-000000000001'));
     expect(single).toBeInstanceOf(LeaseDataError);
     expect((single as LeaseDataError).leaseKey).toBe('shardId-000000000001');
@@ -148,20 +204,7 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     expect((single as Error).message).toMatch(
       /^@kcl\/store-dynamo: lease "shardId-000000000001" cannot be read: checkpoint "garbage" is neither a decimal sequence number/,
     );
-    const listed = await rejection(store.listLeases());
-    expect(listed).toBeInstanceOf(LeaseDataError);
-    expect((listed as LeaseDataError).leaseKey).toBe('shardId-000000000001');
-
-    const summary = await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' });
-    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000']);
-    expect(summary.invalidRows).toEqual([
-      {
-        leaseKey: 'shardId-000000000001',
-        problem: expect.stringContaining('checkpoint "garbage"'),
-      },
-    ]);
-    // The healthy lease stays readable on its own.
-    expect((await store.getLease('shardId-000000000000'))?.checkpoint.sentinel).toBe('LATEST');
+    expect((await store.getLease('shardId-000000000000'))?.owner).toBe('worker-1');
   });
 
   it('throttling on the way to DynamoDB is a retryable error, and a lost race is still a value', async () => {
@@ -196,5 +239,49 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       ok: false,
       reason: 'already-exists',
     });
+  });
+
+  it('renewLeases: one throttled UpdateItem fails only its own lease, the others renew and say so', async () => {
+    const client = dynamo.client();
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'throttled-batch-app',
+      schemaPollIntervalMs: 10,
+    });
+    await store.ensureSchema();
+    const held: Lease[] = [];
+    for (const leaseKey of ['shardId-0', 'shardId-1', 'shardId-2']) {
+      const created = await store.createLeaseIfAbsent({
+        leaseKey,
+        checkpoint: ExtendedSequenceNumber.LATEST,
+      });
+      const taken = created.ok
+        ? await store.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1')
+        : null;
+      if (taken === null || !taken.ok) throw new Error(`could not hold ${leaseKey}`);
+      held.push(taken.lease);
+    }
+    failCommandsWhere(
+      client,
+      (name, input) => name === 'UpdateItemCommand' && leaseKeyOf(input) === 'shardId-1',
+      throttled,
+    );
+    const results = await store.renewLeases(
+      held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter })),
+    );
+    expect(results).toHaveLength(3);
+    const [first, second, third] = results;
+    expect(first).toMatchObject({ ok: true, lease: { leaseKey: 'shardId-0', leaseCounter: 2 } });
+    expect(third).toMatchObject({ ok: true, lease: { leaseKey: 'shardId-2', leaseCounter: 2 } });
+    expect(second).toMatchObject({ ok: false, reason: 'failed' });
+    const error = second !== undefined && !second.ok && second.reason === 'failed' ? second.error : null;
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable]).toEqual([
+      'LEASE_STORE_THROTTLED',
+      true,
+    ]);
+    expect((error as Error).message).toContain('renew lease "shardId-1"');
+    // What is stored agrees: the two renewals applied, the throttled one did not.
+    expect((await store.listLeases()).map((lease) => lease.leaseCounter)).toEqual([2, 1, 2]);
   });
 });

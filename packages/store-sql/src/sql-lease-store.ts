@@ -216,8 +216,9 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     async takeLease(leaseKey: string, leaseCounter: number, owner: string) {
       checkKey('the owner', owner, MAX_WORKER_ID_LENGTH);
       return conditionalUpdate('taking', leaseKey, leaseCounter, [
-        // Before lease_owner changes: MySQL evaluates assignments left to right, on updated values.
-        sql`${sql.ref('owner_switches_since_checkpoint')} = case when ${sql.ref('lease_owner')} = ${owner}
+        // Before lease_owner changes: MySQL evaluates assignments left to right, on updated values. Only
+        // a change from another owner counts, as in the Java KCL: taking a free lease switches nothing.
+        sql`${sql.ref('owner_switches_since_checkpoint')} = case when ${sql.ref('lease_owner')} is null or ${sql.ref('lease_owner')} = ${owner}
           then ${sql.ref('owner_switches_since_checkpoint')} else ${sql.ref('owner_switches_since_checkpoint')} + 1 end`,
         assign('lease_owner', owner),
         incrementCounter(),

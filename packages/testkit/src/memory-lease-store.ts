@@ -136,8 +136,11 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       return conditional(leaseKey, leaseCounter, (lease) => ({
         ...lease,
         owner,
+        // Only a change from another owner is a switch, as the Java KCL counts it: a free lease has none.
         ownerSwitchesSinceCheckpoint:
-          lease.owner === owner ? lease.ownerSwitchesSinceCheckpoint : lease.ownerSwitchesSinceCheckpoint + 1,
+          lease.owner === null || lease.owner === owner
+            ? lease.ownerSwitchesSinceCheckpoint
+            : lease.ownerSwitchesSinceCheckpoint + 1,
       }));
     },
 

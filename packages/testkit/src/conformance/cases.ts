@@ -331,21 +331,44 @@ define('renew', 'renewLeases renews 100 leases and accepts an empty list', async
 
 // ── take ─────────────────────────────────────────────────────────────────────────────────────────
 
-define(
-  'take',
-  'take of a free lease sets the owner, counts a switch, increments the counter',
-  async ({ store }) => {
-    const lease = await create(store, { leaseKey: SHARD(1), checkpoint: esn('5') });
-    const taken = expectOk(await store.takeLease(SHARD(1), lease.leaseCounter, 'worker-a'), 'take');
-    assert.equal(leaseSnapshot(taken), {
-      ...leaseSnapshot(lease),
-      owner: 'worker-a',
-      leaseCounter: 1,
-      ownerSwitchesSinceCheckpoint: 1,
-    });
-    await expectStored(store, taken);
-  },
-);
+define('take', 'take of a free lease sets the owner and increments the counter', async ({ store }) => {
+  const lease = await create(store, { leaseKey: SHARD(1), checkpoint: esn('5') });
+  const taken = expectOk(await store.takeLease(SHARD(1), lease.leaseCounter, 'worker-a'), 'take');
+  assert.equal(leaseSnapshot(taken), {
+    ...leaseSnapshot(lease),
+    owner: 'worker-a',
+    leaseCounter: 1,
+  });
+  await expectStored(store, taken);
+});
+
+// As the Java KCL's taker: only a change from another owner is a switch (a new or released lease has
+// no owner to switch from), so a lease that merely changed hands through release reads as settled.
+define('take', 'taking a free lease does not count an owner switch', async ({ store }) => {
+  const lease = await create(store, { leaseKey: SHARD(1) });
+  const taken = expectOk(await store.takeLease(SHARD(1), lease.leaseCounter, 'worker-a'), 'take new');
+  assert.equal(taken.ownerSwitchesSinceCheckpoint, 0, 'a new lease taken: no switch');
+  const stolen = expectOk(await store.takeLease(SHARD(1), taken.leaseCounter, 'worker-b'), 'steal');
+  assert.equal(stolen.ownerSwitchesSinceCheckpoint, 1, 'from another owner: a switch');
+  const released = expectOk(await store.releaseLease(SHARD(1), stolen.leaseCounter), 'release');
+  const retaken = expectOk(
+    await store.takeLease(SHARD(1), released.leaseCounter, 'worker-c'),
+    'take released',
+  );
+  assert.equal(
+    retaken.ownerSwitchesSinceCheckpoint,
+    1,
+    'a released lease taken: the count is kept, not raised',
+  );
+  await expectStored(store, retaken);
+  const withSwitches = await create(store, { leaseKey: SHARD(2), ownerSwitchesSinceCheckpoint: 4 });
+  const takenFree = expectOk(
+    await store.takeLease(SHARD(2), withSwitches.leaseCounter, 'worker-a'),
+    'take free with switches',
+  );
+  assert.equal(takenFree.ownerSwitchesSinceCheckpoint, 4, 'a free lease with switches keeps its count');
+  await expectStored(store, takenFree);
+});
 
 define('take', 'take by the current owner does not count an owner switch', async ({ store }) => {
   const held = await createTaken(store, SHARD(1), 'worker-a');
@@ -358,7 +381,7 @@ define('take', 'take from another owner (a steal) switches the owner', async ({ 
   const held = await createTaken(store, SHARD(1), 'worker-a');
   const stolen = expectOk(await store.takeLease(SHARD(1), held.leaseCounter, 'worker-b'), 'steal');
   assert.equal(stolen.owner, 'worker-b');
-  assert.equal(stolen.ownerSwitchesSinceCheckpoint, 2);
+  assert.equal(stolen.ownerSwitchesSinceCheckpoint, held.ownerSwitchesSinceCheckpoint + 1);
   await expectStored(store, stolen);
 });
 
@@ -461,7 +484,8 @@ define(
       parentShardIds: [SHARD(1)],
       hashKeyRange: hashKeyRange(0n, 99n),
     });
-    const held = expectOk(await store.takeLease(SHARD(4), lease.leaseCounter, 'worker-a'), 'take');
+    const first = expectOk(await store.takeLease(SHARD(4), lease.leaseCounter, 'worker-a'), 'take');
+    const held = expectOk(await store.takeLease(SHARD(4), first.leaseCounter, 'worker-b'), 'steal');
     assert.equal(held.ownerSwitchesSinceCheckpoint, 1);
     const checkpointed = expectOk(
       await store.updateCheckpoint(SHARD(4), held.leaseCounter, { checkpoint: esn('1234') }),
