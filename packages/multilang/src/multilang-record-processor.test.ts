@@ -2,12 +2,13 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Checkpointer, KinesisRecord } from '@kcl/consumer';
-import { ExtendedSequenceNumber, noopLogger, systemClock } from '@kcl/core';
+import { ExtendedSequenceNumber, InvalidCheckpointError, noopLogger, systemClock } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
 import { nodeChild } from '../test/support/inline-child.js';
 import type { ChildSession } from './child-session.js';
+import type { ExecutableCommand } from './executable-command.js';
 import type { MultiLangChildError } from './multilang-errors.js';
-import { MultiLangShardProcessor } from './multilang-record-processor.js';
+import { type MultiLangProcessorOptions, MultiLangShardProcessor } from './multilang-record-processor.js';
 
 const SHARD = 'shardId-000000000003';
 
@@ -40,6 +41,53 @@ const CHILD = nodeChild(`
   }
 `);
 
+/**
+ * A protocol-faithful child for the restart tests. The first process dies on a record "crash" (mid-batch)
+ * or right after acknowledging a batch holding "exit-after" (between actions). Its replacement (the
+ * marker file exists when it starts) sends one checkpoint after the first record it gets: with no
+ * sequence number ("everything delivered so far", as Go's CheckpointBatch and aws-kcl's
+ * checkpoint(callback) send it), or at $REPLACEMENT_CHECKPOINT.
+ */
+const RESTARTING_CHILD = nodeChild(`
+  const fs = require('fs');
+  const log = (entry) => fs.appendFileSync(process.env.OUT, JSON.stringify({ pid: process.pid, ...entry }) + '\\n');
+  const replacement = fs.existsSync(process.env.MARKER);
+  let checkpointed = false;
+  const checkpoint = async (sequenceNumber) => {
+    send({ action: 'checkpoint', sequenceNumber });
+    const reply = JSON.parse(await next());
+    log({ action: 'checkpointReply', sequenceNumber, error: reply.error });
+  };
+  for (;;) {
+    const line = await next();
+    if (line === null) { log({ action: 'eof' }); process.exit(0); }
+    const message = JSON.parse(line);
+    if (message.action === 'processRecords') {
+      let exitAfter = false;
+      for (const record of message.records) {
+        const data = Buffer.from(record.data, 'base64').toString();
+        if (!replacement && data === 'crash') { fs.writeFileSync(process.env.MARKER, ''); process.exit(5); }
+        if (!replacement && data === 'exit-after') exitAfter = true;
+        log({ action: 'record', data, sequenceNumber: record.sequenceNumber });
+        if (replacement && !checkpointed) {
+          checkpointed = true;
+          await checkpoint(process.env.REPLACEMENT_CHECKPOINT ?? null);
+        }
+      }
+      send({ action: 'status', responseFor: 'processRecords' });
+      if (exitAfter) { fs.writeFileSync(process.env.MARKER, ''); process.stdout.write('', () => process.exit(0)); return; }
+      continue;
+    }
+    if (message.action === 'shardEnded') {
+      await checkpoint(null);
+      log({ action: 'shardEnded' });
+    } else {
+      log({ action: message.action, sequenceNumber: message.sequenceNumber });
+    }
+    send({ action: 'status', responseFor: message.action });
+  }
+`);
+
 const record = (sequenceNumber: string, data: string): KinesisRecord => ({
   sequenceNumber,
   subSequenceNumber: 0,
@@ -51,15 +99,24 @@ const record = (sequenceNumber: string, data: string): KinesisRecord => ({
   aggregated: false,
 });
 
-/** A checkpointer that keeps the last checkpoint in memory, as the consumer's does (without a store). */
+/**
+ * A checkpointer that keeps the last checkpoint in memory and enforces the consumer's rules (without a
+ * store): no argument means the largest permitted position; never backwards, never past it.
+ */
 class MemoryCheckpointer implements Checkpointer {
   lastCheckpoint = ExtendedSequenceNumber.TRIM_HORIZON;
   largestPermitted = ExtendedSequenceNumber.TRIM_HORIZON;
+  readonly written: string[] = [];
   async checkpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<void> {
-    this.lastCheckpoint =
+    const target =
       sequenceNumber === undefined
         ? this.largestPermitted
         : ExtendedSequenceNumber.of(sequenceNumber, subSequenceNumber ?? 0);
+    if (target.isBefore(this.lastCheckpoint) || target.isAfter(this.largestPermitted)) {
+      throw new InvalidCheckpointError(`checkpoint ${target} out of range`);
+    }
+    this.lastCheckpoint = target;
+    this.written.push(target.toString());
   }
   async checkpointRecord(): Promise<void> {}
   async prepareCheckpoint(): Promise<never> {
@@ -67,23 +124,30 @@ class MemoryCheckpointer implements Checkpointer {
   }
 }
 
-function setUp(replayBufferMaxBytes = 1_000_000) {
+interface SetUpOptions {
+  readonly command?: ExecutableCommand;
+  readonly environment?: Readonly<Record<string, string>>;
+  readonly processor?: Partial<MultiLangProcessorOptions>;
+}
+
+function setUp(overrides: SetUpOptions = {}) {
   const directory = mkdtempSync(join(tmpdir(), 'kcl-processor-'));
   const out = join(directory, 'out.jsonl');
   const failures: MultiLangChildError[] = [];
   const sessions = new Set<ChildSession>();
   const processor = new MultiLangShardProcessor(SHARD, {
-    command: CHILD,
+    command: overrides.command ?? CHILD,
     workingDirectory: process.cwd(),
-    environment: { ...process.env, OUT: out, MARKER: join(directory, 'marker') },
+    environment: { ...process.env, OUT: out, MARKER: join(directory, 'marker'), ...overrides.environment },
     logger: noopLogger,
     clock: systemClock,
     messageTimeoutMs: null,
     exitTimeoutMs: 5_000,
     killTimeoutMs: 2_000,
-    replayBufferMaxBytes,
+    replayBufferMaxBytes: 1_000_000,
     onChildFailure: (error) => failures.push(error),
     sessions,
+    ...overrides.processor,
   });
   const seen = () =>
     existsSync(out)
@@ -92,7 +156,13 @@ function setUp(replayBufferMaxBytes = 1_000_000) {
           .filter((line) => line !== '')
           .map(
             (line) =>
-              JSON.parse(line) as { pid: number; action: string; data?: string; sequenceNumber?: string },
+              JSON.parse(line) as {
+                pid: number;
+                action: string;
+                data?: string;
+                sequenceNumber?: string;
+                error?: string | null;
+              },
           )
       : [];
   return { processor, failures, sessions, seen };
@@ -109,6 +179,21 @@ const input = (checkpointer: MemoryCheckpointer, records: KinesisRecord[]) => {
     signal: new AbortController().signal,
   };
 };
+
+const initializeInput = (checkpoint = ExtendedSequenceNumber.TRIM_HORIZON) => ({
+  shardId: SHARD,
+  leaseKey: SHARD,
+  checkpoint,
+  pendingCheckpoint: null,
+});
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 describe('MultiLangShardProcessor', () => {
   it('replays what the dead child acknowledged but did not checkpoint to its replacement, then the failed batch', async () => {
@@ -160,7 +245,7 @@ describe('MultiLangShardProcessor', () => {
   });
 
   it('refuses to restart when the dead child held more than the replay buffer kept', async () => {
-    const { processor, failures } = setUp(5);
+    const { processor, failures } = setUp({ processor: { replayBufferMaxBytes: 5 } });
     const checkpointer = new MemoryCheckpointer();
     await processor.initialize({
       shardId: SHARD,
@@ -176,6 +261,96 @@ describe('MultiLangShardProcessor', () => {
       retryable: false,
     });
     expect(failures.map((failure) => failure.reason)).toEqual(['exited', 'replay-incomplete']);
+  });
+
+  it("translates a replacement child's no-argument checkpoint to the last record sent to it, so the failed batch still reaches it", async () => {
+    const { processor, seen } = setUp({ command: RESTARTING_CHILD });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
+    await processor.processRecords(
+      input(checkpointer, [
+        record('1', 'one'),
+        record('2', 'two'),
+        record('3', 'three'),
+        record('4', 'four'),
+      ]),
+    );
+    const failing = input(checkpointer, [record('5', 'crash'), record('6', 'six')]);
+    await expect(processor.processRecords(failing)).rejects.toMatchObject({ reason: 'exited' });
+    // The consumer raised the largest permitted checkpoint to 6 when it delivered the failed batch.
+    expect(checkpointer.largestPermitted.sequenceNumber).toBe('6');
+
+    // The retry: the new child gets 1..4 again and checkpoints "everything so far" after record 1.
+    await processor.processRecords(failing);
+    const pids = [...new Set(seen().map((entry) => entry.pid))];
+    const replacement = seen().filter((entry) => entry.pid === pids[1]);
+    expect(replacement.find((entry) => entry.action === 'checkpointReply')).toMatchObject({ error: null });
+    // It had been sent 1..4, not 5 and 6: the checkpoint lands at 4, and 5 and 6 are delivered to it.
+    expect(checkpointer.written).toEqual(['4']);
+    expect(replacement.filter((entry) => entry.action === 'record').map((entry) => entry.data)).toEqual([
+      'one',
+      'two',
+      'three',
+      'four',
+      'crash',
+      'six',
+    ]);
+    await processor.leaseLost();
+  });
+
+  it("refuses a replacement child's checkpoint past the last record sent to it", async () => {
+    const { processor, seen } = setUp({
+      command: RESTARTING_CHILD,
+      environment: { REPLACEMENT_CHECKPOINT: '6' },
+    });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
+    await processor.processRecords(input(checkpointer, [record('1', 'one'), record('2', 'two')]));
+    const failing = input(checkpointer, [record('5', 'crash'), record('6', 'six')]);
+    await expect(processor.processRecords(failing)).rejects.toMatchObject({ reason: 'exited' });
+    await processor.processRecords(failing);
+    // Asked for 6 while it had only been sent 1 and 2: refused as the Java checkpointer refuses a
+    // sequence number it never delivered.
+    expect(seen().find((entry) => entry.action === 'checkpointReply')).toMatchObject({
+      sequenceNumber: '6',
+      error: 'IllegalArgumentException',
+    });
+    expect(checkpointer.written).toEqual([]);
+    expect(
+      seen()
+        .filter((entry) => entry.action === 'record')
+        .map((entry) => entry.data),
+    ).toEqual(['one', 'two', 'one', 'two', 'crash', 'six']);
+    await processor.leaseLost();
+  });
+
+  it('checkpoints SHARD_END only in shardEnded, after the replacement child was sent every buffered record', async () => {
+    const { processor, seen } = setUp({ command: RESTARTING_CHILD });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
+    await processor.processRecords(input(checkpointer, [record('1', 'one'), record('2', 'two')]));
+    // The child acknowledges 3 and 4 (without checkpointing) and exits: it dies between actions.
+    await processor.processRecords(input(checkpointer, [record('3', 'exit-after'), record('4', 'four')]));
+    await until(() => processor.session?.alive === false);
+
+    checkpointer.largestPermitted = ExtendedSequenceNumber.SHARD_END;
+    await processor.shardEnded({ shardId: SHARD, leaseKey: SHARD, checkpointer });
+    const pids = [...new Set(seen().map((entry) => entry.pid))];
+    const replacement = seen().filter((entry) => entry.pid === pids[1]);
+    // Its checkpoint after record 1 stops at what it had been sent (2); 3 and 4 are replayed, then shardEnded.
+    expect(checkpointer.written).toEqual(['2', 'SHARD_END']);
+    expect(replacement.map((entry) => entry.data ?? entry.action)).toEqual([
+      'initialize',
+      'one',
+      'checkpointReply',
+      'two',
+      'exit-after',
+      'four',
+      'checkpointReply',
+      'shardEnded',
+      'eof',
+    ]);
+    await processor.leaseLost();
   });
 
   it('sends leaseLost, closes stdin and lets the child exit; a processor without a child does nothing', async () => {

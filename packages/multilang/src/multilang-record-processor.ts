@@ -9,13 +9,14 @@ import type {
 } from '@kcl/consumer';
 import type { Clock, ExtendedSequenceNumber, Logger } from '@kcl/core';
 import { childLogger } from '@kcl/core';
+import { ChildCheckpointer } from './child-checkpointer.js';
 import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
 import { ChildSession } from './child-session.js';
 import type { ExecutableCommand } from './executable-command.js';
 import { MultiLangChildError } from './multilang-errors.js';
 import type { ActionMessage, MultiLangAction } from './multilang-protocol.js';
 import { initializeMessage, processRecordsMessage } from './multilang-protocol.js';
-import { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+import { positionOf, ReplayBuffer, recordsAfter } from './replay-buffer.js';
 
 export interface MultiLangProcessorOptions {
   readonly command: ExecutableCommand;
@@ -59,6 +60,8 @@ export class MultiLangShardProcessor implements RecordProcessor {
   readonly #logger: Logger;
   readonly #replay: ReplayBuffer;
   #session: ChildSession | null = null;
+  /** The last record written to the running child: its checkpoints may not go further. */
+  #lastSent: ExtendedSequenceNumber | null = null;
   #finished = false;
 
   constructor(shardId: string, options: MultiLangProcessorOptions) {
@@ -195,6 +198,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
       throw error;
     }
     this.#session = session;
+    this.#lastSent = null;
     const sessions = options.sessions;
     if (sessions !== undefined) {
       sessions.add(session);
@@ -227,8 +231,22 @@ export class MultiLangShardProcessor implements RecordProcessor {
     message: ActionMessage,
     checkpointer: Checkpointer | null,
   ): Promise<void> {
+    if (message.action === 'processRecords') {
+      const last = message.records.at(-1);
+      // Batches go out in order, so the last record of this one is the furthest the child has been sent.
+      if (last !== undefined) this.#lastSent = positionOf(last);
+    }
     try {
-      await session.exchange(message, checkpointer);
+      await session.exchange(
+        message,
+        checkpointer === null
+          ? null
+          : new ChildCheckpointer(checkpointer, {
+              shardId: this.shardId,
+              lastSent: () => this.#lastSent,
+              shardEnded: message.action === 'shardEnded',
+            }),
+      );
     } catch (error) {
       await this.#fail(session, error, message.action);
       throw error;
