@@ -2,12 +2,18 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Checkpointer, KinesisRecord } from '@kcl/consumer';
-import { ExtendedSequenceNumber, InvalidCheckpointError, noopLogger, systemClock } from '@kcl/core';
+import {
+  ExtendedSequenceNumber,
+  InvalidCheckpointError,
+  LeaseLostError,
+  noopLogger,
+  systemClock,
+} from '@kcl/core';
 import { describe, expect, it } from 'vitest';
 import { nodeChild } from '../test/support/inline-child.js';
 import type { ChildSession } from './child-session.js';
 import type { ExecutableCommand } from './executable-command.js';
-import type { MultiLangChildError } from './multilang-errors.js';
+import { MultiLangChildError } from './multilang-errors.js';
 import { type MultiLangProcessorOptions, MultiLangShardProcessor } from './multilang-record-processor.js';
 
 const SHARD = 'shardId-000000000003';
@@ -43,7 +49,9 @@ const CHILD = nodeChild(`
 
 /**
  * A protocol-faithful child for the restart tests. The first process dies on a record "crash" (mid-batch)
- * or right after acknowledging a batch holding "exit-after" (between actions). Its replacement (the
+ * or right after acknowledging a batch holding "exit-after" (between actions). Every process dies on
+ * the record $POISON, and on a record "once-…" the first time any process sees it. With
+ * $CHECKPOINT_EACH set, every process checkpoints each record it processes. Its replacement (the
  * marker file exists when it starts) sends one checkpoint after the first record it gets: with no
  * sequence number ("everything delivered so far", as Go's CheckpointBatch and aws-kcl's
  * checkpoint(callback) send it), or at $REPLACEMENT_CHECKPOINT.
@@ -67,8 +75,11 @@ const RESTARTING_CHILD = nodeChild(`
       for (const record of message.records) {
         const data = Buffer.from(record.data, 'base64').toString();
         if (!replacement && data === 'crash') { fs.writeFileSync(process.env.MARKER, ''); process.exit(5); }
+        if (data === process.env.POISON) process.exit(6);
+        if (data.startsWith('once-') && !fs.existsSync(process.env.MARKER + data)) { fs.writeFileSync(process.env.MARKER + data, ''); process.exit(7); }
         if (!replacement && data === 'exit-after') exitAfter = true;
         log({ action: 'record', data, sequenceNumber: record.sequenceNumber });
+        if (process.env.CHECKPOINT_EACH) await checkpoint(record.sequenceNumber);
         if (replacement && !checkpointed) {
           checkpointed = true;
           await checkpoint(process.env.REPLACEMENT_CHECKPOINT ?? null);
@@ -350,6 +361,87 @@ describe('MultiLangShardProcessor', () => {
       'shardEnded',
       'eof',
     ]);
+    await processor.leaseLost();
+  });
+
+  it('gives the lease up after kcl.childFailureLimit child failures without progress (a poison record)', async () => {
+    const givenUp: unknown[] = [];
+    const { processor, failures, sessions, seen } = setUp({
+      command: RESTARTING_CHILD,
+      environment: { POISON: 'poison' },
+      processor: { childFailureLimit: 3, onShardGivenUp: (error: unknown) => givenUp.push(error) },
+    });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
+    await processor.processRecords(input(checkpointer, [record('1', 'one')]));
+    const poisoned = input(checkpointer, [record('2', 'two'), record('3', 'poison')]);
+    // The consumer retries a batch that throws; each attempt is a new child dying on the same record.
+    await expect(processor.processRecords(poisoned)).rejects.toBeInstanceOf(MultiLangChildError);
+    await expect(processor.processRecords(poisoned)).rejects.toBeInstanceOf(MultiLangChildError);
+    // The third failure without progress: an error the consumer treats as the end of the lease, so it
+    // stops delivering and releases the lease for another worker (or a later attempt) to try.
+    const thrown = await processor.processRecords(poisoned).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(thrown).toBeInstanceOf(LeaseLostError);
+    expect((thrown as Error).message).toMatch(
+      /shardId-000000000003.*3 child failures.*kcl\.childFailureLimit/,
+    );
+    expect(givenUp).toEqual([thrown]);
+    expect(failures.map((failure) => failure.reason)).toEqual(['exited', 'exited', 'exited']);
+    expect(sessions.size).toBe(0);
+    // Asked again (it should not be), it starts no child.
+    const children = new Set(seen().map((entry) => entry.pid)).size;
+    await expect(processor.processRecords(poisoned)).rejects.toBe(thrown);
+    expect(new Set(seen().map((entry) => entry.pid)).size).toBe(children);
+    await processor.leaseLost();
+  });
+
+  it('gives up a child that cannot even start: initialize returns, and the first batch gives the lease up', async () => {
+    const givenUp: unknown[] = [];
+    const { processor, failures } = setUp({
+      command: {
+        executable: '/nonexistent/interpreter',
+        args: ['app.py'],
+        text: '/nonexistent/interpreter app.py',
+      },
+      processor: { childFailureLimit: 2, onShardGivenUp: (error: unknown) => givenUp.push(error) },
+    });
+    // The consumer retries initialize until it returns; it never releases the lease for a failure there.
+    await expect(processor.initialize(initializeInput())).rejects.toMatchObject({ reason: 'start-failed' });
+    await processor.initialize(initializeInput());
+    expect(givenUp).toHaveLength(1);
+    expect(failures.map((failure) => failure.reason)).toEqual(['start-failed', 'start-failed']);
+    await expect(
+      processor.processRecords(input(new MemoryCheckpointer(), [record('1', 'one')])),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect(failures).toHaveLength(2);
+    await processor.leaseLost();
+  });
+
+  it('counts only failures without progress: a batch acknowledged or a checkpoint written starts the count again', async () => {
+    const givenUp: unknown[] = [];
+    const { processor } = setUp({
+      command: RESTARTING_CHILD,
+      environment: { POISON: 'poison', CHECKPOINT_EACH: '1' },
+      processor: { childFailureLimit: 2, onShardGivenUp: (error: unknown) => givenUp.push(error) },
+    });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
+    // Dies once, then the batch goes through: acknowledged, the count starts again.
+    const first = input(checkpointer, [record('1', 'one'), record('2', 'once-a')]);
+    await expect(processor.processRecords(first)).rejects.toBeInstanceOf(MultiLangChildError);
+    await processor.processRecords(first);
+    // Dies before any checkpoint (1), then checkpoints 4 and 5 before dying on the poison (progress,
+    // so 1 again), then dies with nothing new (2 = the limit).
+    const second = input(checkpointer, [record('4', 'once-b'), record('5', 'five'), record('6', 'poison')]);
+    await expect(processor.processRecords(second)).rejects.toBeInstanceOf(MultiLangChildError);
+    await expect(processor.processRecords(second)).rejects.toBeInstanceOf(MultiLangChildError);
+    expect(checkpointer.lastCheckpoint.sequenceNumber).toBe('5');
+    expect(givenUp).toEqual([]);
+    await expect(processor.processRecords(second)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(givenUp).toHaveLength(1);
     await processor.leaseLost();
   });
 

@@ -169,6 +169,11 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
     'the longest wait between restarts of a failing child',
   ),
   extension(
+    'kcl.childFailureLimit',
+    '5',
+    'child failures in a row without progress after which the shard lease is released for another worker (0: never)',
+  ),
+  extension(
     'kcl.replayBufferMaxBytes',
     '67108864',
     'record bytes kept per shard to replay to a restarted child',
