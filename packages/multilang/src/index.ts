@@ -73,7 +73,7 @@ export {
   PROPERTY_DEFINITIONS,
   suggestPropertyKey,
 } from './property-catalogue.js';
-export type { ReplayBatch } from './replay-buffer.js';
-export { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+export type { ReplayBatch, ReplayLimit } from './replay-buffer.js';
+export { ReplayBuffer, ReplayMemoryBudget, recordsAfter } from './replay-buffer.js';
 export type { OwnedLeaseStore, SqlFlavorOfUrl, SqlLeaseStoreSettings } from './sql-lease-store-factory.js';
 export { openSqlLeaseStore, parseSqlUrl } from './sql-lease-store-factory.js';

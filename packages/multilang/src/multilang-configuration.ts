@@ -64,6 +64,8 @@ export interface MultiLangConfiguration {
   /** Child failures in a row without progress after which a shard's lease is given up; 0: never. */
   readonly childFailureLimit: number;
   readonly replayBufferMaxBytes: number;
+  /** Record bytes kept for replay by every shard of the worker together. */
+  readonly replayBufferTotalMaxBytes: number;
   readonly metrics: MetricsConfiguration;
   readonly logLevel: LogLevel;
 }
@@ -108,6 +110,7 @@ export const MULTILANG_DEFAULTS = {
   childRestartMaxBackoffMillis: 30_000,
   childFailureLimit: 5,
   replayBufferMaxBytes: 64 * 1024 * 1024,
+  replayBufferTotalMaxBytes: 256 * 1024 * 1024,
   sqlUrlEnvironmentVariable: 'KCL_SQL_URL',
 } as const;
 
@@ -409,6 +412,11 @@ export function resolveMultiLangConfiguration(
     MULTILANG_DEFAULTS.replayBufferMaxBytes,
     0,
   );
+  const replayBufferTotalMaxBytes = integer(
+    'kcl.replayBufferTotalMaxBytes',
+    MULTILANG_DEFAULTS.replayBufferTotalMaxBytes,
+    0,
+  );
 
   // As the Java KCL, metrics go to CloudWatch by default. Against a custom Kinesis endpoint (an emulator,
   // usually) there is often no CloudWatch to reach, so they are off unless metricsLevel asks for them.
@@ -466,6 +474,7 @@ export function resolveMultiLangConfiguration(
       exitOnChildFailure,
       childFailureLimit,
       replayBufferMaxBytes,
+      replayBufferTotalMaxBytes,
       metrics,
       logLevel,
     },

@@ -15,6 +15,7 @@ import type { ChildSession } from './child-session.js';
 import type { MultiLangConfiguration } from './multilang-configuration.js';
 import type { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import { createMultiLangProcessorFactory } from './multilang-record-processor.js';
+import { ReplayMemoryBudget } from './replay-buffer.js';
 import type { OwnedLeaseStore } from './sql-lease-store-factory.js';
 import { openSqlLeaseStore } from './sql-lease-store-factory.js';
 
@@ -150,6 +151,8 @@ export function createMultiLangDaemon(options: MultiLangDaemonOptions): MultiLan
     exitTimeoutMs: configuration.timings.childExitTimeoutMs,
     killTimeoutMs: configuration.timings.childKillTimeoutMs,
     replayBufferMaxBytes: configuration.replayBufferMaxBytes,
+    // One budget for every shard: memory no longer grows with the number of leases held.
+    replayBudget: new ReplayMemoryBudget(configuration.replayBufferTotalMaxBytes),
     childFailureLimit: configuration.childFailureLimit,
     onChildFailure,
     onShardGivenUp,

@@ -12,7 +12,10 @@ export type ChildFailureReason =
   | 'timeout'
   /** A message could not be written to the child's stdin. */
   | 'write-failed'
-  /** The child died holding more unacknowledged records than the replay buffer keeps. */
+  /**
+   * The child died holding more unacknowledged records than the replay buffer keeps, in `shardEnded`
+   * (elsewhere the lease is given up instead: `MultiLangShardGivenUpError`).
+   */
   | 'replay-incomplete';
 
 /**
@@ -42,7 +45,9 @@ export class MultiLangChildError extends KclError {
 /** Why a shard's lease was given up. */
 export type ShardGiveUpReason =
   /** `kcl.childFailureLimit` child failures in a row without progress. */
-  'failure-limit';
+  | 'failure-limit'
+  /** A child died holding more unacknowledged records than the replay buffer kept. */
+  | 'replay-incomplete';
 
 /**
  * This worker gives a shard's lease up because its children cannot process it. Thrown from

@@ -15,6 +15,7 @@ import type { ChildSession } from './child-session.js';
 import type { ExecutableCommand } from './executable-command.js';
 import { MultiLangChildError } from './multilang-errors.js';
 import { type MultiLangProcessorOptions, MultiLangShardProcessor } from './multilang-record-processor.js';
+import { ReplayMemoryBudget } from './replay-buffer.js';
 
 const SHARD = 'shardId-000000000003';
 
@@ -255,23 +256,57 @@ describe('MultiLangShardProcessor', () => {
     await processor.leaseLost();
   });
 
-  it('refuses to restart when the dead child held more than the replay buffer kept', async () => {
-    const { processor, failures } = setUp({ processor: { replayBufferMaxBytes: 5 } });
-    const checkpointer = new MemoryCheckpointer();
-    await processor.initialize({
-      shardId: SHARD,
-      leaseKey: SHARD,
-      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
-      pendingCheckpoint: null,
+  it('gives the lease up instead of restarting when the dead child held more than the replay buffer kept', async () => {
+    const givenUp: unknown[] = [];
+    const { processor, failures } = setUp({
+      processor: { replayBufferMaxBytes: 5, onShardGivenUp: (error: unknown) => givenUp.push(error) },
     });
+    const checkpointer = new MemoryCheckpointer();
+    await processor.initialize(initializeInput());
     await processor.processRecords(input(checkpointer, [record('1', 'a long enough record')]));
     const failing = input(checkpointer, [record('2', 'crash')]);
     await expect(processor.processRecords(failing)).rejects.toMatchObject({ reason: 'exited' });
-    await expect(processor.processRecords(failing)).rejects.toMatchObject({
-      reason: 'replay-incomplete',
-      retryable: false,
+    // A replacement could not be given record 1: the lease is released, so the shard is read again
+    // from its checkpoint (by whichever worker takes it) and nothing is skipped.
+    const thrown = await processor.processRecords(failing).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(thrown).toBeInstanceOf(LeaseLostError);
+    expect(thrown).toMatchObject({ reason: 'replay-incomplete' });
+    expect(givenUp).toEqual([thrown]);
+    expect(failures.map((failure) => failure.reason)).toEqual(['exited']);
+    await processor.leaseLost();
+  });
+
+  it('bounds the replay memory of all shards together (kcl.replayBufferTotalMaxBytes)', async () => {
+    const replayBudget = new ReplayMemoryBudget(30);
+    const givenUp: unknown[] = [];
+    const busy = setUp({ processor: { replayBudget } });
+    const crashing = setUp({
+      processor: { replayBudget, onShardGivenUp: (error: unknown) => givenUp.push(error) },
     });
-    expect(failures.map((failure) => failure.reason)).toEqual(['exited', 'replay-incomplete']);
+    const busyCheckpointer = new MemoryCheckpointer();
+    const checkpointer = new MemoryCheckpointer();
+    await busy.processor.initialize(initializeInput());
+    await crashing.processor.initialize(initializeInput());
+    // The first shard holds 20-odd bytes unacknowledged; each shard alone is far below its own limit.
+    await busy.processor.processRecords(input(busyCheckpointer, [record('1', 'twenty bytes of data')]));
+    expect(replayBudget.usedBytes).toBeGreaterThan(20);
+    // The second shard's batch is delivered, but there is no room left to keep it for a replay.
+    await crashing.processor.processRecords(input(checkpointer, [record('1', 'twenty bytes, again')]));
+    expect(replayBudget.usedBytes).toBeLessThanOrEqual(30);
+    const failing = input(checkpointer, [record('2', 'crash')]);
+    await expect(crashing.processor.processRecords(failing)).rejects.toMatchObject({ reason: 'exited' });
+    // Its replacement could not be given record 1: the lease is given up rather than skipping it.
+    await expect(crashing.processor.processRecords(failing)).rejects.toMatchObject({
+      reason: 'replay-incomplete',
+    });
+    expect(givenUp).toHaveLength(1);
+    // A lost or released lease gives its bytes back.
+    await busy.processor.leaseLost();
+    await crashing.processor.leaseLost();
+    expect(replayBudget.usedBytes).toBe(0);
   });
 
   it("translates a replacement child's no-argument checkpoint to the last record sent to it, so the failed batch still reaches it", async () => {

@@ -1,6 +1,7 @@
 import type {
   Checkpointer,
   InitializeInput,
+  KinesisRecord,
   ProcessRecordsInput,
   RecordProcessor,
   RecordProcessorFactory,
@@ -16,6 +17,7 @@ import type { ExecutableCommand } from './executable-command.js';
 import { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import type { ActionMessage, MultiLangAction } from './multilang-protocol.js';
 import { initializeMessage, processRecordsMessage } from './multilang-protocol.js';
+import type { ReplayMemoryBudget } from './replay-buffer.js';
 import { positionOf, ReplayBuffer, recordsAfter } from './replay-buffer.js';
 
 export interface MultiLangProcessorOptions {
@@ -31,6 +33,8 @@ export interface MultiLangProcessorOptions {
   readonly killTimeoutMs: number;
   /** Record bytes kept per shard for replaying to a restarted child. */
   readonly replayBufferMaxBytes: number;
+  /** Record bytes kept for replay by every shard together (`kcl.replayBufferTotalMaxBytes`). */
+  readonly replayBudget?: ReplayMemoryBudget;
   /**
    * Child failures in a row without progress after which the shard's lease is given up
    * (`kcl.childFailureLimit`); 0 never gives up. Default 5.
@@ -90,7 +94,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
     this.shardId = shardId;
     this.#options = options;
     this.#logger = childLogger(options.logger, { shardId });
-    this.#replay = new ReplayBuffer(options.replayBufferMaxBytes);
+    this.#replay = new ReplayBuffer(options.replayBufferMaxBytes, options.replayBudget ?? null);
   }
 
   /** The running child, if any (for status and tests). */
@@ -111,7 +115,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
   async processRecords(input: ProcessRecordsInput): Promise<void> {
     if (this.#givenUp !== null) throw this.#givenUp;
     try {
-      const session = await this.#ensureChild(input.checkpointer);
+      const session = await this.#ensureChild(input.checkpointer, input.leaseKey);
       // On a retry the failed child may have checkpointed part of the batch: send only the rest.
       const records = recordsAfter(input.records, input.checkpointer.lastCheckpoint);
       if (records.length > 0 || input.records.length === 0) {
@@ -120,8 +124,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
           processRecordsMessage(records, input.millisBehindLatest),
           input.checkpointer,
         );
-        this.#replay.add({ records, millisBehindLatest: input.millisBehindLatest });
-        this.#replay.prune(input.checkpointer.lastCheckpoint);
+        this.#keepForReplay(records, input);
       }
     } catch (error) {
       throw this.#giveUpIfExhausted(input.leaseKey) ?? error;
@@ -132,7 +135,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
   async shardEnded(input: ShardEndedInput): Promise<void> {
     let session: ChildSession;
     try {
-      session = await this.#ensureChild(input.checkpointer);
+      session = await this.#ensureChild(input.checkpointer, null);
       await this.#run(session, { action: 'shardEnded' }, input.checkpointer);
     } catch (error) {
       const limit = this.#options.childFailureLimit ?? DEFAULT_CHILD_FAILURE_LIMIT;
@@ -196,8 +199,12 @@ export class MultiLangShardProcessor implements RecordProcessor {
     }
   }
 
-  /** A child that can take the next action: the running one, or a new one brought up to date. */
-  async #ensureChild(checkpointer: Checkpointer): Promise<ChildSession> {
+  /**
+   * A child that can take the next action: the running one, or a new one brought up to date. With a
+   * `leaseKey` (processRecords), a replay that cannot be complete gives the lease up; without one
+   * (shardEnded, where the consumer cannot release the lease) it stops the daemon.
+   */
+  async #ensureChild(checkpointer: Checkpointer, leaseKey: string | null): Promise<ChildSession> {
     const current = this.#session;
     if (current?.alive) return current;
     if (current !== null) {
@@ -212,10 +219,24 @@ export class MultiLangShardProcessor implements RecordProcessor {
       this.#childFailed(error);
     }
     if (!this.#replay.complete) {
+      const limits = this.#replayLimitsText();
+      if (leaseKey !== null) {
+        // Releasing the lease is safe: nothing past the last checkpoint is lost, the next owner reads
+        // those records again from Kinesis. Only this shard is affected.
+        throw this.#giveUp(
+          new MultiLangShardGivenUpError(
+            leaseKey,
+            this.shardId,
+            'replay-incomplete',
+            `its child died holding more unacknowledged records than the replay buffer keeps (${limits}), so a new child cannot be given all of them. Releasing the lease so the shard resumes from its last checkpoint; checkpoint more often or raise the limit`,
+            { failures: this.#failuresWithoutProgress },
+          ),
+        );
+      }
       const error = new MultiLangChildError(
         this.shardId,
         'replay-incomplete',
-        `died holding more unacknowledged records than kcl.replayBufferMaxBytes (${this.#options.replayBufferMaxBytes}) keeps; a new child cannot be given all of them. Stop the daemon so the shard resumes from its last checkpoint, checkpoint more often, or raise kcl.replayBufferMaxBytes`,
+        `died holding more unacknowledged records than the replay buffer keeps (${limits}); a new child cannot be given all of them. Stop the daemon so the shard resumes from its last checkpoint, checkpoint more often, or raise the limit`,
       );
       this.#logger.error('cannot restart the child without skipping records', { error });
       this.#options.onChildFailure?.(error);
@@ -332,6 +353,25 @@ export class MultiLangShardProcessor implements RecordProcessor {
             cause: error,
           });
     this.#childFailed(failure);
+  }
+
+  #keepForReplay(records: readonly KinesisRecord[], input: ProcessRecordsInput): void {
+    const wasComplete = this.#replay.complete;
+    this.#replay.add({ records, millisBehindLatest: input.millisBehindLatest });
+    this.#replay.prune(input.checkpointer.lastCheckpoint);
+    if (wasComplete && !this.#replay.complete) {
+      this.#logger.warn(
+        `the replay buffer of shard ${this.shardId} is full: records are not kept for a restarted child until a checkpoint covers them. If the child dies before that, the lease is released and the shard resumes from its last checkpoint`,
+        { limit: this.#replayLimitsText(), keptBytes: this.#replay.bytes },
+      );
+    }
+  }
+
+  #replayLimitsText(): string {
+    const budget = this.#options.replayBudget;
+    return this.#replay.limitReached === 'daemon' && budget !== undefined
+      ? `kcl.replayBufferTotalMaxBytes = ${budget.maxBytes}, shared by every shard of this worker`
+      : `kcl.replayBufferMaxBytes = ${this.#options.replayBufferMaxBytes}`;
   }
 
   #childFailed(error: MultiLangChildError): void {

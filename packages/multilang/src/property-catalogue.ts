@@ -178,6 +178,11 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
     '67108864',
     'record bytes kept per shard to replay to a restarted child',
   ),
+  extension(
+    'kcl.replayBufferTotalMaxBytes',
+    '268435456',
+    'record bytes kept for replay by all the shards of the worker together',
+  ),
   extension('kcl.logLevel', 'info', 'debug, info, warn or error'),
 ];
 

@@ -87,4 +87,61 @@ describe('a child that crashes mid-batch (kinesis-local, SQLite lease store, npm
       await owned.close();
     }
   });
+
+  it('past kcl.replayBufferTotalMaxBytes, a crash releases only that lease: the shard is read again from its checkpoint, nothing skipped', async () => {
+    const streamName = 'replay-budget';
+    const sqlUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'kcl-replay-budget-')), 'leases.db')}`;
+    await createStream(aws.kinesis, streamName, 1);
+    const test = createTestDaemon({
+      properties: {
+        executableName: 'node test/fixtures/aws-kcl-processor.cjs',
+        streamName,
+        applicationName: 'replay-budget-app',
+        workerId: 'replay-budget-worker',
+        initialPositionInStream: 'TRIM_HORIZON',
+        regionName: aws.kinesisEmulator.region,
+        kinesisEndpoint: aws.kinesisEmulator.endpoint,
+        'kcl.leaseStore': 'sql',
+        'kcl.sqlUrl': sqlUrl,
+        // Room for no batch at all, for all shards together.
+        'kcl.replayBufferTotalMaxBytes': '1',
+        ...FAST_PROPERTIES,
+      },
+      environment: { KCL_TEST_CHECKPOINT_EVERY_MS: '60000', KCL_TEST_CRASH_ON: 'c-3' },
+    });
+    await test.daemon.start();
+    await putRecords(aws.kinesis, streamName, wave('a'));
+    await until(() => recordData(test.childEvents()).size === 10, 30_000, 'batch A');
+    await putRecords(aws.kinesis, streamName, wave('b'));
+    await until(() => recordData(test.childEvents()).size === 20, 30_000, 'batch B');
+    await putRecords(aws.kinesis, streamName, wave('c'));
+    const expected = new Set([...wave('a'), ...wave('b'), ...wave('c')].map((record) => record.data));
+    await until(() => recordData(test.childEvents()).size === expected.size, 30_000, 'every record');
+
+    // B could not be kept for a replay, so the crash in C released the lease instead; the worker took
+    // it again and its new child started at A's checkpoint, reading B and C from Kinesis.
+    expect(
+      test.logs.some(
+        (line) =>
+          line.includes('the replay buffer of shard shardId-000000000000 is full') &&
+          line.includes('kcl.replayBufferTotalMaxBytes'),
+      ),
+    ).toBe(true);
+    expect(
+      test.logs.some(
+        (line) => line.includes('ERROR') && line.includes('giving up shard shardId-000000000000'),
+      ),
+    ).toBe(true);
+    expect(test.events.some((event) => event.type === 'lease-released')).toBe(true);
+    const initializations = test.childEvents().filter((event) => event.event === 'initialize');
+    expect(initializations).toHaveLength(2);
+    const lastOfA = test
+      .childEvents()
+      .filter((event) => event.event === 'record' && event.data === 'a-9')
+      .at(0)?.sequenceNumber;
+    expect(initializations[1]?.sequenceNumber).toBe(lastOfA);
+    await test.daemon.stop();
+    // The daemon kept running: it stops now because it was asked to, not because of the crash.
+    await expect(test.daemon.stopped()).resolves.toBeUndefined();
+  });
 });
