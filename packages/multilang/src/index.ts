@@ -7,6 +7,8 @@ export {
   isLoopbackEndpoint,
   PLACEHOLDER_CREDENTIALS,
 } from './aws-clients.js';
+export type { ChildCheckpointerOptions } from './child-checkpointer.js';
+export { ChildCheckpointer } from './child-checkpointer.js';
 export type { ChildLauncher, ChildLaunchOptions, ChildSignaller } from './child-process-launcher.js';
 export { launchChildProcess, signalChildProcess } from './child-process-launcher.js';
 export type { ChildExit, ChildSessionOptions } from './child-session.js';
@@ -38,8 +40,8 @@ export type {
   MultiLangDaemonStopOptions,
 } from './multilang-daemon.js';
 export { createMultiLangDaemon } from './multilang-daemon.js';
-export type { ChildFailureReason } from './multilang-errors.js';
-export { MultiLangChildError } from './multilang-errors.js';
+export type { ChildFailureReason, ShardGiveUpReason } from './multilang-errors.js';
+export { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 export type {
   ActionMessage,
   CheckpointErrorName,
@@ -57,7 +59,11 @@ export {
   recordMessage,
 } from './multilang-protocol.js';
 export type { MultiLangProcessorOptions } from './multilang-record-processor.js';
-export { createMultiLangProcessorFactory, MultiLangShardProcessor } from './multilang-record-processor.js';
+export {
+  createMultiLangProcessorFactory,
+  DEFAULT_CHILD_FAILURE_LIMIT,
+  MultiLangShardProcessor,
+} from './multilang-record-processor.js';
 export type { ParsedProperties, PropertyEntry } from './properties-parser.js';
 export { parseProperties, readPropertiesFile } from './properties-parser.js';
 export type { PropertyDefinition, PropertySupport } from './property-catalogue.js';
@@ -67,7 +73,7 @@ export {
   PROPERTY_DEFINITIONS,
   suggestPropertyKey,
 } from './property-catalogue.js';
-export type { ReplayBatch } from './replay-buffer.js';
-export { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+export type { ReplayBatch, ReplayLimit } from './replay-buffer.js';
+export { ReplayBuffer, ReplayMemoryBudget, recordsAfter } from './replay-buffer.js';
 export type { OwnedLeaseStore, SqlFlavorOfUrl, SqlLeaseStoreSettings } from './sql-lease-store-factory.js';
 export { openSqlLeaseStore, parseSqlUrl } from './sql-lease-store-factory.js';

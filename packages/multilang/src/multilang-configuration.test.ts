@@ -58,6 +58,9 @@ describe('resolveMultiLangConfiguration', () => {
     expect(configuration.maxLeasesToSteal).toBe(1);
     expect(configuration.callProcessRecordsEvenForEmptyRecordList).toBe(false);
     expect(configuration.exitOnChildFailure).toBe(false);
+    expect(configuration.childFailureLimit).toBe(5);
+    expect(configuration.replayBufferMaxBytes).toBe(64 * 1024 * 1024);
+    expect(configuration.replayBufferTotalMaxBytes).toBe(256 * 1024 * 1024);
     expect(configuration.workerId).toBeNull();
     expect(configuration.metrics).toEqual({ level: 'DETAILED', bufferTimeMs: 10_000, maxQueueSize: 10_000 });
     expect(configuration.cloudWatchCredentials).toEqual({ kind: 'default-chain', profile: null });
@@ -100,7 +103,9 @@ describe('resolveMultiLangConfiguration', () => {
       'kcl.childExitTimeoutMillis': '100',
       'kcl.childKillTimeoutMillis': '200',
       'kcl.exitOnChildFailure': 'yes',
+      'kcl.childFailureLimit': '0',
       'kcl.replayBufferMaxBytes': '1024',
+      'kcl.replayBufferTotalMaxBytes': '4096',
       'kcl.logLevel': 'DEBUG',
       metricsLevel: 'none',
       metricsBufferTimeMillis: '2000',
@@ -119,7 +124,9 @@ describe('resolveMultiLangConfiguration', () => {
       maxLeasesToSteal: 2,
       callProcessRecordsEvenForEmptyRecordList: true,
       exitOnChildFailure: true,
+      childFailureLimit: 0,
       replayBufferMaxBytes: 1024,
+      replayBufferTotalMaxBytes: 4096,
       metrics: { level: 'NONE', bufferTimeMs: 2_000, maxQueueSize: 50 },
       logLevel: 'debug',
       processingLanguage: 'python/3.11',

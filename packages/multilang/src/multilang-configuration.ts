@@ -61,7 +61,11 @@ export interface MultiLangConfiguration {
   readonly maxLeasesToSteal: number;
   readonly callProcessRecordsEvenForEmptyRecordList: boolean;
   readonly exitOnChildFailure: boolean;
+  /** Child failures in a row without progress after which a shard's lease is given up; 0: never. */
+  readonly childFailureLimit: number;
   readonly replayBufferMaxBytes: number;
+  /** Record bytes kept for replay by every shard of the worker together. */
+  readonly replayBufferTotalMaxBytes: number;
   readonly metrics: MetricsConfiguration;
   readonly logLevel: LogLevel;
 }
@@ -104,7 +108,9 @@ export const MULTILANG_DEFAULTS = {
   childExitTimeoutMillis: 5_000,
   childKillTimeoutMillis: 2_000,
   childRestartMaxBackoffMillis: 30_000,
+  childFailureLimit: 5,
   replayBufferMaxBytes: 64 * 1024 * 1024,
+  replayBufferTotalMaxBytes: 256 * 1024 * 1024,
   sqlUrlEnvironmentVariable: 'KCL_SQL_URL',
 } as const;
 
@@ -400,9 +406,15 @@ export function resolveMultiLangConfiguration(
   );
   const callProcessRecordsEvenForEmptyRecordList = boolean('callProcessRecordsEvenForEmptyRecordList', false);
   const exitOnChildFailure = boolean('kcl.exitOnChildFailure', false);
+  const childFailureLimit = integer('kcl.childFailureLimit', MULTILANG_DEFAULTS.childFailureLimit, 0);
   const replayBufferMaxBytes = integer(
     'kcl.replayBufferMaxBytes',
     MULTILANG_DEFAULTS.replayBufferMaxBytes,
+    0,
+  );
+  const replayBufferTotalMaxBytes = integer(
+    'kcl.replayBufferTotalMaxBytes',
+    MULTILANG_DEFAULTS.replayBufferTotalMaxBytes,
     0,
   );
 
@@ -460,7 +472,9 @@ export function resolveMultiLangConfiguration(
       maxLeasesToSteal,
       callProcessRecordsEvenForEmptyRecordList,
       exitOnChildFailure,
+      childFailureLimit,
       replayBufferMaxBytes,
+      replayBufferTotalMaxBytes,
       metrics,
       logLevel,
     },

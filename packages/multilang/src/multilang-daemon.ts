@@ -13,8 +13,9 @@ import {
 import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
 import type { ChildSession } from './child-session.js';
 import type { MultiLangConfiguration } from './multilang-configuration.js';
-import type { MultiLangChildError } from './multilang-errors.js';
+import type { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import { createMultiLangProcessorFactory } from './multilang-record-processor.js';
+import { ReplayMemoryBudget } from './replay-buffer.js';
 import type { OwnedLeaseStore } from './sql-lease-store-factory.js';
 import { openSqlLeaseStore } from './sql-lease-store-factory.js';
 
@@ -42,6 +43,11 @@ export interface MultiLangDaemonOptions {
    */
   readonly signalChild?: ChildSignaller;
   readonly onEvent?: KclEventListener;
+  /**
+   * Told when a shard's lease is given up because its children keep failing (`kcl.childFailureLimit`).
+   * Also logged at ERROR and counted in the `LeasesGivenUp` metric.
+   */
+  readonly onShardGivenUp?: (error: MultiLangShardGivenUpError) => void;
 }
 
 export interface MultiLangDaemonStopOptions {
@@ -98,7 +104,26 @@ export function createMultiLangDaemon(options: MultiLangDaemonOptions): MultiLan
     void daemon.stop({ graceful: true });
   };
 
+  // Set once the worker is built, when metrics are on.
+  let metricsSink: MetricsSink | null = null;
+  const countForShard = (name: string, shardId: string): void => {
+    metricsSink?.record({
+      name,
+      value: 1,
+      unit: 'Count',
+      dimensions: { Operation: 'MultiLangDaemon', ShardId: shardId },
+      level: 'SUMMARY',
+    });
+  };
+
+  // The processor has already logged it at ERROR, with the shard and the cause.
+  const onShardGivenUp = (error: MultiLangShardGivenUpError): void => {
+    countForShard('LeasesGivenUp', error.shardId);
+    options.onShardGivenUp?.(error);
+  };
+
   const onChildFailure = (error: MultiLangChildError): void => {
+    countForShard('ChildFailures', error.shardId);
     if (error.reason === 'replay-incomplete') {
       logger.error(
         'stopping: a child cannot be restarted without skipping records; restart the daemon to resume from the checkpoints',
@@ -126,7 +151,11 @@ export function createMultiLangDaemon(options: MultiLangDaemonOptions): MultiLan
     exitTimeoutMs: configuration.timings.childExitTimeoutMs,
     killTimeoutMs: configuration.timings.childKillTimeoutMs,
     replayBufferMaxBytes: configuration.replayBufferMaxBytes,
+    // One budget for every shard: memory no longer grows with the number of leases held.
+    replayBudget: new ReplayMemoryBudget(configuration.replayBufferTotalMaxBytes),
+    childFailureLimit: configuration.childFailureLimit,
     onChildFailure,
+    onShardGivenUp,
     sessions,
     ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
     ...(options.signalChild === undefined ? {} : { signalChild: options.signalChild }),
@@ -265,6 +294,7 @@ export function createMultiLangDaemon(options: MultiLangDaemonOptions): MultiLan
       });
       cleanups.push(() => sink.close());
       metrics = sink;
+      metricsSink = sink;
       logger.info('CloudWatch metrics', {
         level: configuration.metrics.level,
         namespace: configuration.applicationName,

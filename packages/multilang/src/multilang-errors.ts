@@ -1,4 +1,4 @@
-import { KclError } from '@kcl/core';
+import { KclError, LeaseLostError } from '@kcl/core';
 
 /** Why a child process was given up on. */
 export type ChildFailureReason =
@@ -12,7 +12,10 @@ export type ChildFailureReason =
   | 'timeout'
   /** A message could not be written to the child's stdin. */
   | 'write-failed'
-  /** The child died holding more unacknowledged records than the replay buffer keeps. */
+  /**
+   * The child died holding more unacknowledged records than the replay buffer keeps, in `shardEnded`
+   * (elsewhere the lease is given up instead: `MultiLangShardGivenUpError`).
+   */
   | 'replay-incomplete';
 
 /**
@@ -36,5 +39,40 @@ export class MultiLangChildError extends KclError {
     });
     this.reason = reason;
     this.shardId = shardId;
+  }
+}
+
+/** Why a shard's lease was given up. */
+export type ShardGiveUpReason =
+  /** `kcl.childFailureLimit` child failures in a row without progress. */
+  | 'failure-limit'
+  /** A child died holding more unacknowledged records than the replay buffer kept. */
+  | 'replay-incomplete';
+
+/**
+ * This worker gives a shard's lease up because its children cannot process it. Thrown from
+ * `processRecords`: it is a `LeaseLostError` because that is what makes the consumer end delivery at
+ * once (no retry, no skip) and release the lease, which it still holds, so that another worker — or
+ * this one, later, with a fresh budget — resumes from the last checkpoint.
+ */
+export class MultiLangShardGivenUpError extends LeaseLostError {
+  readonly shardId: string;
+  readonly reason: ShardGiveUpReason;
+  /** Child failures without progress when it was given up. */
+  readonly failures: number;
+
+  constructor(
+    leaseKey: string,
+    shardId: string,
+    reason: ShardGiveUpReason,
+    detail: string,
+    options: { readonly failures: number; readonly cause?: unknown },
+  ) {
+    super(leaseKey, detail);
+    this.message = `@kcl/multilang: giving up shard ${shardId}: ${detail}`;
+    this.shardId = shardId;
+    this.reason = reason;
+    this.failures = options.failures;
+    if (options.cause !== undefined) this.cause = options.cause;
   }
 }

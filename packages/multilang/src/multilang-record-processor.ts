@@ -1,6 +1,7 @@
 import type {
   Checkpointer,
   InitializeInput,
+  KinesisRecord,
   ProcessRecordsInput,
   RecordProcessor,
   RecordProcessorFactory,
@@ -9,13 +10,15 @@ import type {
 } from '@kcl/consumer';
 import type { Clock, ExtendedSequenceNumber, Logger } from '@kcl/core';
 import { childLogger } from '@kcl/core';
+import { ChildCheckpointer } from './child-checkpointer.js';
 import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
 import { ChildSession } from './child-session.js';
 import type { ExecutableCommand } from './executable-command.js';
-import { MultiLangChildError } from './multilang-errors.js';
+import { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import type { ActionMessage, MultiLangAction } from './multilang-protocol.js';
 import { initializeMessage, processRecordsMessage } from './multilang-protocol.js';
-import { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+import type { ReplayMemoryBudget } from './replay-buffer.js';
+import { positionOf, ReplayBuffer, recordsAfter } from './replay-buffer.js';
 
 export interface MultiLangProcessorOptions {
   readonly command: ExecutableCommand;
@@ -30,13 +33,25 @@ export interface MultiLangProcessorOptions {
   readonly killTimeoutMs: number;
   /** Record bytes kept per shard for replaying to a restarted child. */
   readonly replayBufferMaxBytes: number;
+  /** Record bytes kept for replay by every shard together (`kcl.replayBufferTotalMaxBytes`). */
+  readonly replayBudget?: ReplayMemoryBudget;
+  /**
+   * Child failures in a row without progress after which the shard's lease is given up
+   * (`kcl.childFailureLimit`); 0 never gives up. Default 5.
+   */
+  readonly childFailureLimit?: number;
   /** Told about every child failure (after the child was ended), e.g. to stop like the Java daemon. */
   readonly onChildFailure?: (error: MultiLangChildError) => void;
+  /** Told when a shard's lease is given up (see `MultiLangShardGivenUpError`). */
+  readonly onShardGivenUp?: (error: MultiLangShardGivenUpError) => void;
   /** Receives every child session while it runs, so a forced stop can end them all. */
   readonly sessions?: Set<ChildSession>;
   readonly launcher?: ChildLauncher;
   readonly signalChild?: ChildSignaller;
 }
+
+/** `childFailureLimit` when not set. */
+export const DEFAULT_CHILD_FAILURE_LIMIT = 5;
 
 /** The consumer's processor factory: one `MultiLangShardProcessor` (and one child at a time) per lease. */
 export function createMultiLangProcessorFactory(options: MultiLangProcessorOptions): RecordProcessorFactory {
@@ -52,6 +67,13 @@ export function createMultiLangProcessorFactory(options: MultiLangProcessorOptio
  * initializes it at the last checkpoint and first replays the records the old child acknowledged but
  * did not checkpoint, then the batch that failed. Nothing is skipped: every record after the last
  * checkpoint reaches a child that acknowledges it (at-least-once, as with the Java daemon's restart).
+ *
+ * A child that can never work (a missing interpreter, a poison record) would keep the lease forever:
+ * after `childFailureLimit` failures in a row without progress (no batch acknowledged, no checkpoint
+ * moved forward) `processRecords` throws a `MultiLangShardGivenUpError`, which the consumer answers by
+ * releasing the lease; the next owner starts again from the last checkpoint. `initialize` is retried
+ * by the consumer for as long as it holds the lease, so there the budget running out only returns, and
+ * the first batch gives the lease up.
  */
 export class MultiLangShardProcessor implements RecordProcessor {
   readonly shardId: string;
@@ -59,13 +81,20 @@ export class MultiLangShardProcessor implements RecordProcessor {
   readonly #logger: Logger;
   readonly #replay: ReplayBuffer;
   #session: ChildSession | null = null;
+  /** The last record written to the running child: its checkpoints may not go further. */
+  #lastSent: ExtendedSequenceNumber | null = null;
   #finished = false;
+  /** Child failures since the last progress (a batch acknowledged or a checkpoint moved forward). */
+  #failuresWithoutProgress = 0;
+  #lastFailure: MultiLangChildError | null = null;
+  /** Set once the lease is given up: every later batch is refused with it. */
+  #givenUp: MultiLangShardGivenUpError | null = null;
 
   constructor(shardId: string, options: MultiLangProcessorOptions) {
     this.shardId = shardId;
     this.#options = options;
     this.#logger = childLogger(options.logger, { shardId });
-    this.#replay = new ReplayBuffer(options.replayBufferMaxBytes);
+    this.#replay = new ReplayBuffer(options.replayBufferMaxBytes, options.replayBudget ?? null);
   }
 
   /** The running child, if any (for status and tests). */
@@ -74,22 +103,52 @@ export class MultiLangShardProcessor implements RecordProcessor {
   }
 
   async initialize(input: InitializeInput): Promise<void> {
-    await this.#startChild(input.checkpoint, null);
+    try {
+      await this.#startChild(input.checkpoint, null);
+    } catch (error) {
+      // The consumer retries a failing initialize for as long as it holds the lease and never gives the
+      // lease up for it: once the budget is spent, return, and let the first batch give the lease up.
+      if (this.#giveUpIfExhausted(input.leaseKey) === null) throw error;
+    }
   }
 
   async processRecords(input: ProcessRecordsInput): Promise<void> {
-    const session = await this.#ensureChild(input.checkpointer);
-    // On a retry the failed child may have checkpointed part of the batch: send only the rest.
-    const records = recordsAfter(input.records, input.checkpointer.lastCheckpoint);
-    if (records.length === 0 && input.records.length > 0) return;
-    await this.#run(session, processRecordsMessage(records, input.millisBehindLatest), input.checkpointer);
-    this.#replay.add({ records, millisBehindLatest: input.millisBehindLatest });
-    this.#replay.prune(input.checkpointer.lastCheckpoint);
+    if (this.#givenUp !== null) throw this.#givenUp;
+    try {
+      const session = await this.#ensureChild(input.checkpointer, input.leaseKey);
+      // On a retry the failed child may have checkpointed part of the batch: send only the rest.
+      const records = recordsAfter(input.records, input.checkpointer.lastCheckpoint);
+      if (records.length > 0 || input.records.length === 0) {
+        await this.#run(
+          session,
+          processRecordsMessage(records, input.millisBehindLatest),
+          input.checkpointer,
+        );
+        this.#keepForReplay(records, input);
+      }
+    } catch (error) {
+      throw this.#giveUpIfExhausted(input.leaseKey) ?? error;
+    }
+    this.#progressed();
   }
 
   async shardEnded(input: ShardEndedInput): Promise<void> {
-    const session = await this.#ensureChild(input.checkpointer);
-    await this.#run(session, { action: 'shardEnded' }, input.checkpointer);
+    let session: ChildSession;
+    try {
+      session = await this.#ensureChild(input.checkpointer, null);
+      await this.#run(session, { action: 'shardEnded' }, input.checkpointer);
+    } catch (error) {
+      const limit = this.#options.childFailureLimit ?? DEFAULT_CHILD_FAILURE_LIMIT;
+      if (limit > 0 && this.#failuresWithoutProgress >= limit) {
+        // The consumer retries shardEnded for as long as it holds the lease and offers no way to give
+        // it up from here, so the budget cannot release it: say so on every attempt.
+        this.#logger.error(
+          `shard ${this.shardId} cannot finish: ${this.#failuresWithoutProgress} child failures in a row at its end (kcl.childFailureLimit = ${limit}); the lease cannot be released from shardEnded, so the daemon keeps retrying. Fix the child`,
+          { error },
+        );
+      }
+      throw error;
+    }
     // As in the Java daemon, the conversation ends here: EOF, then a bounded wait for the exit.
     this.#session = null;
     await session.close();
@@ -116,6 +175,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
 
   async leaseLost(): Promise<void> {
     this.#finished = true;
+    this.#replay.clear();
     const session = this.#session;
     this.#session = null;
     if (session === null) return;
@@ -139,8 +199,12 @@ export class MultiLangShardProcessor implements RecordProcessor {
     }
   }
 
-  /** A child that can take the next action: the running one, or a new one brought up to date. */
-  async #ensureChild(checkpointer: Checkpointer): Promise<ChildSession> {
+  /**
+   * A child that can take the next action: the running one, or a new one brought up to date. With a
+   * `leaseKey` (processRecords), a replay that cannot be complete gives the lease up; without one
+   * (shardEnded, where the consumer cannot release the lease) it stops the daemon.
+   */
+  async #ensureChild(checkpointer: Checkpointer, leaseKey: string | null): Promise<ChildSession> {
     const current = this.#session;
     if (current?.alive) return current;
     if (current !== null) {
@@ -152,13 +216,27 @@ export class MultiLangShardProcessor implements RecordProcessor {
         `exited between actions (${exit.signal === null ? `exit code ${exit.code}` : `killed by ${exit.signal}`})`,
       );
       this.#logger.warn('child died between actions; starting a new one', { error });
-      this.#options.onChildFailure?.(error);
+      this.#childFailed(error);
     }
     if (!this.#replay.complete) {
+      const limits = this.#replayLimitsText();
+      if (leaseKey !== null) {
+        // Releasing the lease is safe: nothing past the last checkpoint is lost, the next owner reads
+        // those records again from Kinesis. Only this shard is affected.
+        throw this.#giveUp(
+          new MultiLangShardGivenUpError(
+            leaseKey,
+            this.shardId,
+            'replay-incomplete',
+            `its child died holding more unacknowledged records than the replay buffer keeps (${limits}), so a new child cannot be given all of them. Releasing the lease so the shard resumes from its last checkpoint; checkpoint more often or raise the limit`,
+            { failures: this.#failuresWithoutProgress },
+          ),
+        );
+      }
       const error = new MultiLangChildError(
         this.shardId,
         'replay-incomplete',
-        `died holding more unacknowledged records than kcl.replayBufferMaxBytes (${this.#options.replayBufferMaxBytes}) keeps; a new child cannot be given all of them. Stop the daemon so the shard resumes from its last checkpoint, checkpoint more often, or raise kcl.replayBufferMaxBytes`,
+        `died holding more unacknowledged records than the replay buffer keeps (${limits}); a new child cannot be given all of them. Stop the daemon so the shard resumes from its last checkpoint, checkpoint more often, or raise the limit`,
       );
       this.#logger.error('cannot restart the child without skipping records', { error });
       this.#options.onChildFailure?.(error);
@@ -191,10 +269,14 @@ export class MultiLangShardProcessor implements RecordProcessor {
         ...(options.signalChild === undefined ? {} : { signal: options.signalChild }),
       });
     } catch (error) {
-      if (error instanceof MultiLangChildError) options.onChildFailure?.(error);
+      if (error instanceof MultiLangChildError) {
+        this.#logger.error('the child could not be started', { error });
+        this.#childFailed(error);
+      }
       throw error;
     }
     this.#session = session;
+    this.#lastSent = null;
     const sessions = options.sessions;
     if (sessions !== undefined) {
       sessions.add(session);
@@ -227,8 +309,23 @@ export class MultiLangShardProcessor implements RecordProcessor {
     message: ActionMessage,
     checkpointer: Checkpointer | null,
   ): Promise<void> {
+    if (message.action === 'processRecords') {
+      const last = message.records.at(-1);
+      // Batches go out in order, so the last record of this one is the furthest the child has been sent.
+      if (last !== undefined) this.#lastSent = positionOf(last);
+    }
     try {
-      await session.exchange(message, checkpointer);
+      await session.exchange(
+        message,
+        checkpointer === null
+          ? null
+          : new ChildCheckpointer(checkpointer, {
+              shardId: this.shardId,
+              lastSent: () => this.#lastSent,
+              shardEnded: message.action === 'shardEnded',
+              onAdvance: () => this.#progressed(),
+            }),
+      );
     } catch (error) {
       await this.#fail(session, error, message.action);
       throw error;
@@ -255,6 +352,66 @@ export class MultiLangShardProcessor implements RecordProcessor {
         : new MultiLangChildError(this.shardId, 'exited', `failed during ${action}: ${String(error)}`, {
             cause: error,
           });
-    this.#options.onChildFailure?.(failure);
+    this.#childFailed(failure);
+  }
+
+  #keepForReplay(records: readonly KinesisRecord[], input: ProcessRecordsInput): void {
+    const wasComplete = this.#replay.complete;
+    this.#replay.add({ records, millisBehindLatest: input.millisBehindLatest });
+    this.#replay.prune(input.checkpointer.lastCheckpoint);
+    if (wasComplete && !this.#replay.complete) {
+      this.#logger.warn(
+        `the replay buffer of shard ${this.shardId} is full: records are not kept for a restarted child until a checkpoint covers them. If the child dies before that, the lease is released and the shard resumes from its last checkpoint`,
+        { limit: this.#replayLimitsText(), keptBytes: this.#replay.bytes },
+      );
+    }
+  }
+
+  #replayLimitsText(): string {
+    const budget = this.#options.replayBudget;
+    return this.#replay.limitReached === 'daemon' && budget !== undefined
+      ? `kcl.replayBufferTotalMaxBytes = ${budget.maxBytes}, shared by every shard of this worker`
+      : `kcl.replayBufferMaxBytes = ${this.#options.replayBufferMaxBytes}`;
+  }
+
+  #childFailed(error: MultiLangChildError): void {
+    this.#failuresWithoutProgress += 1;
+    this.#lastFailure = error;
+    this.#options.onChildFailure?.(error);
+  }
+
+  #progressed(): void {
+    this.#failuresWithoutProgress = 0;
+  }
+
+  /** Gives the lease up when the failure budget is spent; returns the error to throw, or null. */
+  #giveUpIfExhausted(leaseKey: string): MultiLangShardGivenUpError | null {
+    if (this.#givenUp !== null) return this.#givenUp;
+    const limit = this.#options.childFailureLimit ?? DEFAULT_CHILD_FAILURE_LIMIT;
+    const failures = this.#failuresWithoutProgress;
+    if (limit === 0 || failures < limit) return null;
+    const cause = this.#lastFailure;
+    return this.#giveUp(
+      new MultiLangShardGivenUpError(
+        leaseKey,
+        this.shardId,
+        'failure-limit',
+        `${failures} child failures in a row without progress (kcl.childFailureLimit = ${limit}); the last: ${cause?.message ?? 'unknown'}. Releasing the lease so another worker can try from the last checkpoint; fix the child (see its log lines) or the record it fails on`,
+        { failures, cause },
+      ),
+    );
+  }
+
+  #giveUp(error: MultiLangShardGivenUpError): MultiLangShardGivenUpError {
+    this.#givenUp = error;
+    // Nothing more is sent to a child of this lease incarnation; the next owner reads from the checkpoint.
+    this.#replay.clear();
+    this.#logger.error(`giving up shard ${this.shardId}: releasing its lease`, {
+      reason: error.reason,
+      failures: error.failures,
+      error,
+    });
+    this.#options.onShardGivenUp?.(error);
+    return error;
   }
 }

@@ -169,9 +169,19 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
     'the longest wait between restarts of a failing child',
   ),
   extension(
+    'kcl.childFailureLimit',
+    '5',
+    'child failures in a row without progress after which the shard lease is released for another worker (0: never)',
+  ),
+  extension(
     'kcl.replayBufferMaxBytes',
     '67108864',
     'record bytes kept per shard to replay to a restarted child',
+  ),
+  extension(
+    'kcl.replayBufferTotalMaxBytes',
+    '268435456',
+    'record bytes kept for replay by all the shards of the worker together',
   ),
   extension('kcl.logLevel', 'info', 'debug, info, warn or error'),
 ];

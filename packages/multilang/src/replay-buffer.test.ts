@@ -1,7 +1,7 @@
 import type { KinesisRecord } from '@kcl/consumer';
 import { ExtendedSequenceNumber } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
-import { ReplayBuffer, recordsAfter } from './replay-buffer.js';
+import { ReplayBuffer, ReplayMemoryBudget, recordsAfter } from './replay-buffer.js';
 
 const record = (sequenceNumber: string, subSequenceNumber = 0, bytes = 10): KinesisRecord => ({
   sequenceNumber,
@@ -72,5 +72,41 @@ describe('ReplayBuffer', () => {
     buffer.add(batch(record('2', 0, 40)));
     buffer.clear();
     expect(buffer.complete).toBe(true);
+  });
+});
+
+describe('ReplayMemoryBudget', () => {
+  it('bounds every shard together: a shard stops keeping records once the daemon-wide total is spent', () => {
+    const budget = new ReplayMemoryBudget(100);
+    const first = new ReplayBuffer(1_000, budget);
+    const second = new ReplayBuffer(1_000, budget);
+    first.add(batch(record('1', 0, 60)));
+    expect(budget.usedBytes).toBeGreaterThanOrEqual(60);
+    // Within its own limit, but past what is left of the total: left out, and said so.
+    second.add(batch(record('1', 0, 60)));
+    expect(second.complete).toBe(false);
+    expect(second.recordCount).toBe(0);
+    expect(second.limitReached).toBe('daemon');
+    expect(first.complete).toBe(true);
+
+    // A checkpoint on the first shard gives its bytes back; the second keeps new batches again once
+    // a checkpoint of its own covers what it left out.
+    first.prune(ExtendedSequenceNumber.of('1'));
+    expect(budget.usedBytes).toBe(0);
+    second.prune(ExtendedSequenceNumber.of('1'));
+    expect(second.complete).toBe(true);
+    second.add(batch(record('2', 0, 60)));
+    expect(second.recordCount).toBe(1);
+    expect(budget.usedBytes).toBe(second.bytes);
+    second.clear();
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  it('names the per-shard limit when that is the one reached', () => {
+    const budget = new ReplayMemoryBudget(1_000);
+    const buffer = new ReplayBuffer(50, budget);
+    buffer.add(batch(record('1', 0, 60)));
+    expect(buffer.limitReached).toBe('shard');
+    expect(budget.usedBytes).toBe(0);
   });
 });

@@ -240,6 +240,72 @@ describe('kcl-multilang with the npm aws-kcl child library', () => {
     await test.daemon.stopped();
   });
 
+  it('gives up the lease of a shard whose child fails on every attempt, so another worker processes it', async () => {
+    await createStream(aws.kinesis, 'poison', 1);
+    const written = records('poison', 10);
+    await putRecords(aws.kinesis, 'poison', written);
+    const sent: {
+      MetricData?: { MetricName?: string; Dimensions?: { Name?: string; Value?: string }[] }[];
+    }[] = [];
+    const cloudWatch = {
+      send: async (command: unknown) => {
+        sent.push((command as { input: (typeof sent)[number] }).input);
+        return {};
+      },
+    };
+    const givenUp: unknown[] = [];
+    // Worker A's children die on poison-5 every time (its environment has the poison, B's has not).
+    const first = awsKclDaemon(
+      'poison',
+      'poison-app',
+      {
+        workerId: 'worker-a',
+        'kcl.childFailureLimit': '2',
+        metricsLevel: 'SUMMARY',
+        metricsBufferTimeMillis: '200',
+      },
+      { KCL_TEST_CRASH_ALWAYS_ON: 'poison-5' },
+      { cloudWatch, onShardGivenUp: (error) => givenUp.push(error) },
+    );
+    await first.daemon.start();
+    await until(() => givenUp.length > 0, 30_000, 'worker A to give the shard up');
+    expect(
+      first.logs.some(
+        (line) =>
+          line.includes('ERROR') &&
+          line.includes('giving up shard shardId-000000000000') &&
+          line.includes('kcl.childFailureLimit'),
+      ),
+    ).toBe(true);
+    await until(
+      () => first.events.some((event) => event.type === 'lease-released'),
+      10_000,
+      'the lease to be released',
+    );
+
+    const second = awsKclDaemon('poison', 'poison-app', { workerId: 'worker-b' });
+    await second.daemon.start();
+    await until(
+      () => recordData(second.childEvents()).size === written.length,
+      60_000,
+      'worker B to process every record',
+    );
+    await Promise.all([first.daemon.stop(), second.daemon.stop()]);
+    await Promise.all([first.daemon.stopped(), second.daemon.stopped()]);
+    expect(first.childEvents().filter((event) => event.event === 'crash').length).toBeGreaterThanOrEqual(2);
+    expect(recordData(first.childEvents()).has('poison-5')).toBe(false);
+    const metricNames = sent.flatMap((input) => (input.MetricData ?? []).map((datum) => datum.MetricName));
+    expect(metricNames).toContain('LeasesGivenUp');
+    expect(metricNames).toContain('ChildFailures');
+    const [item] = await scanTable(aws.dynamo, 'poison-app');
+    expect(item?.checkpoint?.S).toBe(
+      second
+        .childEvents()
+        .filter((event) => event.event === 'record')
+        .at(-1)?.sequenceNumber,
+    );
+  });
+
   it('stops with the failure when kcl.exitOnChildFailure asks for the Java behaviour', async () => {
     await createStream(aws.kinesis, 'exit-on-failure', 2);
     await putRecords(aws.kinesis, 'exit-on-failure', records('exit', 40));
