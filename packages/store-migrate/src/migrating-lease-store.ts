@@ -2,6 +2,7 @@ import type {
   CheckpointUpdate,
   Clock,
   Lease,
+  LeaseBatchWriteResult,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
@@ -189,6 +190,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
         outcome.map(async (result, index) => {
           const lease = renewed[index] as Lease;
           if (result.ok) statistics.mirrored += 1;
+          else if (result.reason === 'failed') statistics.failed += 1;
           else if (result.reason === 'not-found' && phase === 'mirroring') {
             const created = await to.createLeaseIfAbsent(exactCopyOf(lease));
             if (created.ok) statistics.mirrored += 1;
@@ -362,35 +364,54 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       return conditional('renew', leaseKey, (target) => target.renewLease(leaseKey, leaseCounter));
     },
 
-    async renewLeases(renewals: readonly LeaseRenewal[]) {
+    async renewLeases(renewals: readonly LeaseRenewal[]): Promise<LeaseBatchWriteResult[]> {
       const current = await currentPhase(false);
       if (current === 'complete') return to.renewLeases(renewals);
-      const results = new Array<LeaseWriteResult>(renewals.length);
+      const results = new Array<LeaseBatchWriteResult>(renewals.length);
       const onSource: number[] = [];
       const onTarget: number[] = [];
       renewals.forEach((renewal, index) => {
         (sealed.has(renewal.leaseKey) ? onTarget : onSource).push(index);
       });
       const pick = (indexes: readonly number[]) => indexes.map((index) => renewals[index] as LeaseRenewal);
-      const [sourceResults, targetResults] = await Promise.all([
+      // Each store's batch stands on its own: a rejected call fails only the leases it carried, never
+      // renewals the other store applied (a worker that dropped those would give up live leases).
+      const [sourceBatch, targetBatch] = await Promise.allSettled([
         onSource.length === 0 ? [] : from.renewLeases(pick(onSource)),
         onTarget.length === 0 ? [] : to.renewLeases(pick(onTarget)),
       ]);
+      const outcomeAt = (
+        batch: PromiseSettledResult<LeaseBatchWriteResult[]>,
+        position: number,
+      ): LeaseBatchWriteResult =>
+        batch.status === 'rejected'
+          ? { ok: false, reason: 'failed', error: batch.reason }
+          : (batch.value[position] ?? {
+              ok: false,
+              reason: 'failed',
+              error: new Error(`${COMPONENT}: the store returned no result for this lease`),
+            });
       onTarget.forEach((index, position) => {
-        results[index] = targetResults[position] as LeaseWriteResult;
+        results[index] = outcomeAt(targetBatch, position);
       });
       const renewed: Lease[] = [];
       await Promise.all(
         onSource.map(async (index, position) => {
           const renewal = renewals[index] as LeaseRenewal;
-          const result = sourceResults[position] as LeaseWriteResult;
+          const result = outcomeAt(sourceBatch, position);
           if (result.ok) {
             renewed.push(result.lease);
             results[index] = result;
-          } else if (await redirected(renewal.leaseKey, result.reason, current)) {
-            results[index] = await to.renewLease(renewal.leaseKey, renewal.leaseCounter);
-          } else {
+          } else if (result.reason === 'failed') {
             results[index] = result;
+          } else {
+            try {
+              results[index] = (await redirected(renewal.leaseKey, result.reason, current))
+                ? await to.renewLease(renewal.leaseKey, renewal.leaseCounter)
+                : result;
+            } catch (error) {
+              results[index] = { ok: false, reason: 'failed', error };
+            }
           }
         }),
       );
