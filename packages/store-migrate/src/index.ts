@@ -30,11 +30,7 @@ export type {
   MigrationReport,
 } from './migrate-leases.js';
 export { migrateLeases, verifyLeaseCopy } from './migrate-leases.js';
-export type {
-  MigratingLeaseStore,
-  MigratingLeaseStoreOptions,
-  MirrorStatistics,
-} from './migrating-lease-store.js';
+export type { MigratingLeaseStore, MigratingLeaseStoreOptions } from './migrating-lease-store.js';
 export { createMigratingLeaseStore } from './migrating-lease-store.js';
 export type { LiveMigrationPhase, MarkerTag, SourceMarkerReading } from './migration-phase.js';
 export {
@@ -68,6 +64,7 @@ export {
 } from './plan-lease-copy.js';
 export type { LeaseSourceSnapshot, UnreadableLeaseRow } from './read-lease-source.js';
 export { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
+export type { MirrorStatistics } from './target-mirror.js';
 export type {
   LeaseActivity,
   SourceActivity,

@@ -69,7 +69,7 @@ describe('createMigratingLeaseStore: mirroring', () => {
     expect(leasesEqual(source, released)).toBe(true);
     expect(leasesEqual(await stored(to, 'shard-1'), source)).toBe(true);
     expect(source).toMatchObject({ owner: null, leaseCounter: 5, childShardIds: ['shard-2', 'shard-3'] });
-    expect(store.mirrorStatistics()).toEqual({ mirrored: 7, lagging: 0, failed: 0 });
+    expect(store.mirrorStatistics()).toEqual({ mirrored: 7, repaired: 0, lagging: 0, failed: 0 });
 
     await store.deleteLease('shard-1');
     expect(await from.getLease('shard-1')).toBeNull();
@@ -93,7 +93,7 @@ describe('createMigratingLeaseStore: mirroring', () => {
     await to.deleteLease('shard-1');
     await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), leaseCounter: 2 });
     ok(await store.renewLease('shard-1', renewed.leaseCounter));
-    expect(store.mirrorStatistics()).toMatchObject({ mirrored: 1, lagging: 1 });
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 1, lagging: 1 });
     expect((await stored(to, 'shard-1')).leaseCounter).toBe(2);
   });
 
@@ -109,7 +109,7 @@ describe('createMigratingLeaseStore: mirroring', () => {
     await clock.advance(100);
     const taken = ok(await taking);
     expect(taken.owner).toBe('worker-a');
-    expect(store.mirrorStatistics()).toEqual({ mirrored: 0, lagging: 0, failed: 2 });
+    expect(store.mirrorStatistics()).toEqual({ mirrored: 0, repaired: 0, lagging: 0, failed: 2 });
   });
 });
 

@@ -13,6 +13,7 @@ import type {
   WorkerRecord,
 } from '@kcl/core';
 import { ConfigurationError, compareLeaseKeys, noopLogger, systemClock } from '@kcl/core';
+import { startDeadline, TIMED_OUT } from './deadline.js';
 import type { LiveMigrationPhase } from './migration-phase.js';
 import {
   isSealedLease,
@@ -22,8 +23,9 @@ import {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
-import { exactCopyOf } from './plan-lease-copy.js';
 import { readMigrationMarker } from './read-lease-source.js';
+import type { MirrorStatistics } from './target-mirror.js';
+import { createTargetMirror } from './target-mirror.js';
 
 export interface MigratingLeaseStoreOptions {
   /** The store the fleet uses now. Authoritative for every lease until that lease is moved. */
@@ -41,16 +43,6 @@ export interface MigratingLeaseStoreOptions {
   readonly mirrorTimeoutMs?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
-}
-
-/** What mirroring did so far, for logs and tests. */
-export interface MirrorStatistics {
-  /** Writes repeated on the target. */
-  readonly mirrored: number;
-  /** Writes the target did not take (its copy was behind or missing); the cut-over copies those leases again. */
-  readonly lagging: number;
-  /** Writes that failed or timed out on the target. */
-  readonly failed: number;
 }
 
 /** A `LeaseStore` that moves a running fleet from one store to another; see the package README. */
@@ -94,7 +86,6 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
    * for a moved lease must never be sent to the source again.
    */
   const sealed = new Set<string>();
-  const statistics = { mirrored: 0, lagging: 0, failed: 0 };
 
   const readPhase = (): Promise<Phase> => {
     phaseRead ??= (async () => {
@@ -133,78 +124,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     }
   };
 
-  /** Runs a write on the target without letting a slow or failing target hold up the fleet. */
-  const mirror = async (
-    operation: string,
-    leaseKey: string,
-    write: () => Promise<LeaseWriteResult | Lease | null | undefined>,
-    createIfMissing: Lease | null,
-  ): Promise<void> => {
-    const stop = new AbortController();
-    try {
-      const outcome = await Promise.race([
-        write(),
-        clock.sleep(mirrorTimeoutMs, stop.signal).then(() => 'timeout' as const),
-      ]);
-      if (outcome === 'timeout') {
-        statistics.failed += 1;
-        logger.debug('mirrored write to the target timed out', { operation, leaseKey });
-        return;
-      }
-      if (outcome === null || outcome === undefined || !('ok' in outcome) || outcome.ok) {
-        statistics.mirrored += 1;
-        return;
-      }
-      if (outcome.reason === 'not-found' && createIfMissing !== null && phase === 'mirroring') {
-        // The target has no copy yet: start it from the source's state (the lazy part of the backfill).
-        const created = await to.createLeaseIfAbsent(exactCopyOf(createIfMissing));
-        if (created.ok) {
-          statistics.mirrored += 1;
-          return;
-        }
-      }
-      statistics.lagging += 1;
-    } catch (error) {
-      statistics.failed += 1;
-      logger.debug('mirrored write to the target failed', { operation, leaseKey, error });
-    } finally {
-      stop.abort();
-    }
-  };
-
-  /** Mirrors a batch of renewals (given as the renewed source leases) in one call to the target. */
-  const mirrorRenewals = async (renewed: readonly Lease[]): Promise<void> => {
-    const stop = new AbortController();
-    try {
-      const outcome = await Promise.race([
-        to.renewLeases(
-          renewed.map((lease) => ({ leaseKey: lease.leaseKey, leaseCounter: lease.leaseCounter - 1 })),
-        ),
-        clock.sleep(mirrorTimeoutMs, stop.signal).then(() => 'timeout' as const),
-      ]);
-      if (outcome === 'timeout') {
-        statistics.failed += renewed.length;
-        return;
-      }
-      await Promise.all(
-        outcome.map(async (result, index) => {
-          const lease = renewed[index] as Lease;
-          if (result.ok) statistics.mirrored += 1;
-          else if (result.reason === 'failed') statistics.failed += 1;
-          else if (result.reason === 'not-found' && phase === 'mirroring') {
-            const created = await to.createLeaseIfAbsent(exactCopyOf(lease));
-            if (created.ok) statistics.mirrored += 1;
-            else statistics.lagging += 1;
-          } else statistics.lagging += 1;
-        }),
-      );
-    } catch (error) {
-      statistics.failed += renewed.length;
-      logger.debug('mirrored renewals failed on the target', { error });
-    } finally {
-      stop.abort();
-    }
-  };
+  const mirror = createTargetMirror({ to, clock, mirrorTimeoutMs, logger, phase: () => phase });
 
   /** True when the source row of `leaseKey` is sealed (its lease lives in the target). */
   const learnSeal = async (leaseKey: string): Promise<boolean> => {
@@ -226,7 +146,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     if (current === 'complete' || sealed.has(leaseKey)) return write(to);
     const result = await write(from);
     if (result.ok) {
-      await mirror(operation, leaseKey, () => write(to), result.lease);
+      await mirror.write(operation, leaseKey, () => write(to), result.lease);
       return result;
     }
     if (await redirected(leaseKey, result.reason, current)) return write(to);
@@ -259,19 +179,39 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     return { ...worker, metadata: Object.freeze(metadata) };
   };
 
-  /** Runs a registry call on both stores; the primary's outcome is the answer, the other's is best effort. */
+  /**
+   * Runs a registry call on both stores; the primary's outcome is the answer, the other's is best
+   * effort and is waited for only until `mirrorTimeoutMs` after the call began, so a hung secondary
+   * store never holds up heartbeats or the rebalancer's worker listing.
+   */
   const onBoth = async <T>(
     current: Phase,
     run: (store: LeaseStore) => Promise<T>,
   ): Promise<[T, T | null]> => {
     if (current === 'complete') return [await run(to), null];
-    const [onFrom, onTo] = await Promise.allSettled([run(from), run(to)]);
-    const [primary, secondary] = current === 'target' ? [onTo, onFrom] : [onFrom, onTo];
-    if (primary.status === 'rejected') throw primary.reason;
-    if (secondary.status === 'rejected') {
-      logger.debug('registry call on the secondary store failed', { error: secondary.reason });
+    const [primaryStore, secondaryStore] = current === 'target' ? [to, from] : [from, to];
+    const deadline = startDeadline(clock, mirrorTimeoutMs);
+    try {
+      const secondary = deadline.race(run(secondaryStore)).then(
+        (value) => {
+          if (value === TIMED_OUT) {
+            logger.debug('registry call on the secondary store timed out', {
+              store: secondaryStore.description,
+            });
+            return null;
+          }
+          return value;
+        },
+        (error: unknown) => {
+          logger.debug('registry call on the secondary store failed', { error });
+          return null;
+        },
+      );
+      const [primary, other] = await Promise.all([run(primaryStore), secondary]);
+      return [primary, other];
+    } finally {
+      deadline.cancel();
     }
-    return [primary.value, secondary.status === 'fulfilled' ? secondary.value : null];
   };
 
   const store: MigratingLeaseStore = {
@@ -287,7 +227,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
 
     phase: () => phase,
     refreshPhase: () => readPhase(),
-    mirrorStatistics: () => ({ ...statistics }),
+    mirrorStatistics: () => mirror.statistics(),
 
     async ensureSchema() {
       await to.ensureSchema();
@@ -314,7 +254,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       }
       const result = await from.createLeaseIfAbsent(init);
       if (result.ok && current === 'mirroring') {
-        await mirror('create', init.leaseKey, () => to.createLeaseIfAbsent(init), null);
+        await mirror.write('create', init.leaseKey, () => to.createLeaseIfAbsent(init), result.lease);
       }
       return result;
     },
@@ -415,7 +355,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
           }
         }),
       );
-      if (renewed.length > 0) await mirrorRenewals(renewed);
+      if (renewed.length > 0) await mirror.renewals(renewed);
       return results;
     },
 
@@ -443,7 +383,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
         sealed.add(leaseKey);
         return to.updateLeaseMeta(leaseKey, update);
       }
-      await mirror('meta', leaseKey, () => to.updateLeaseMeta(leaseKey, update), null);
+      await mirror.write('meta', leaseKey, () => to.updateLeaseMeta(leaseKey, update), row);
       return row;
     },
 
@@ -461,7 +401,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
         return;
       }
       if (row !== null) await from.deleteLease(leaseKey);
-      await mirror(
+      await mirror.write(
         'delete',
         leaseKey,
         async () => {
