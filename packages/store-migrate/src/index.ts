@@ -4,7 +4,6 @@ export type {
   CutOverStage,
   LiveMigrationOptions,
   LiveMigrationProgress,
-  LiveMigrationStartReport,
   LiveMigrationState,
   LiveMigrationStatus,
   LiveWorkerStatus,
@@ -19,7 +18,6 @@ export {
   moveLease,
   preflightCutOver,
   readLiveMigrationState,
-  startLiveMigration,
 } from './live-migration.js';
 export type {
   CopyCounts,
@@ -64,6 +62,10 @@ export {
 } from './plan-lease-copy.js';
 export type { LeaseSourceSnapshot, UnreadableLeaseRow } from './read-lease-source.js';
 export { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
+export type { CopyRepair } from './repair-target-copy.js';
+export { repairTargetCopy } from './repair-target-copy.js';
+export type { LiveMigrationStartReport } from './start-live-migration.js';
+export { startLiveMigration } from './start-live-migration.js';
 export type { MirrorStatistics } from './target-mirror.js';
 export type {
   LeaseActivity,

@@ -123,85 +123,6 @@ export async function moveLease(
   return 'busy';
 }
 
-// ── starting: guard the target, backfill ─────────────────────────────────────────────────────────
-
-export interface LiveMigrationStartReport {
-  readonly sourceLeases: number;
-  /** Target copies created. */
-  readonly created: number;
-  /** Target copies that were behind and were replaced. */
-  readonly replaced: number;
-  readonly inSync: number;
-  /** Leases that changed while being copied; mirroring or the cut-over brings them over. */
-  readonly changing: number;
-  /** Seals left from an earlier migration that were removed (`force`). */
-  readonly removedSeals: number;
-}
-
-/**
- * Starts a live migration: guards the target with a marker (a worker started on the plain target
- * store stops), then copies every source lease exactly into the target. Migrating workers keep the
- * copies current by mirroring their writes. Safe to run again: only copies that differ are replaced.
- */
-export async function startLiveMigration(
-  options: LiveMigrationOptions & { readonly force?: boolean },
-): Promise<LiveMigrationStartReport> {
-  const { from, to } = options;
-  const clock = options.clock ?? systemClock;
-  const state = await readLiveMigrationState(from, to);
-  if (state.phase !== 'mirroring') {
-    throw new LiveMigrationRefusedError('starting the live migration', [
-      state.phase === 'foreign'
-        ? `the source is marked as migrated to ${state.sourceMarker?.migratedTo}; clear that marker first if it is wrong`
-        : `the migration is already in phase ${state.phase}; see \`kcl-migrate status\` (or run \`kcl-migrate cutover\` to finish it)`,
-    ]);
-  }
-  await to.ensureSchema();
-  const sourceName = options.sourceName ?? from.description;
-  await to.setMigrationMarker({
-    migratedTo: pendingMarkerText(sourceName),
-    migratedAt: new Date(clock.now()),
-  });
-
-  const rows = await from.listLeases();
-  const seals = rows.filter(isSealedLease);
-  if (seals.length > 0 && options.force !== true) {
-    throw new LiveMigrationRefusedError('starting the live migration', [
-      `${seals.length} source leases (${seals
-        .slice(0, 5)
-        .map((row) => row.leaseKey)
-        .join(
-          ', ',
-        )}${seals.length > 5 ? ', …' : ''}) are sealed by an earlier migration; pass --force to remove those seals`,
-    ]);
-  }
-  for (const seal of seals) await from.deleteLease(seal.leaseKey);
-
-  const leases = rows.filter((row) => !isSealedLease(row));
-  const counts = { created: 0, replaced: 0, inSync: 0, changing: 0 };
-  let done = 0;
-  // A copy is replaced only while the source is still in the mirroring phase: after that the cut-over
-  // owns the target rows.
-  const stillMirroring = async (): Promise<boolean> =>
-    (await readLiveMigrationState(from, to)).phase === 'mirroring';
-  await mapConcurrently(
-    leases,
-    options.concurrency ?? 16,
-    async (lease) => {
-      const before = await to.getLease(lease.leaseKey);
-      const ok = await copyExactly(to, lease, stillMirroring);
-      if (!ok) counts.changing += 1;
-      else if (before === null) counts.created += 1;
-      else if (leasesEqual(before, leaseFromInit(exactCopyOf(lease)))) counts.inSync += 1;
-      else counts.replaced += 1;
-      done += 1;
-      options.onProgress?.({ stage: 'backfill', done, total: leases.length });
-    },
-    options.signal,
-  );
-  return { sourceLeases: leases.length, ...counts, removedSeals: seals.length };
-}
-
 // ── cut-over ─────────────────────────────────────────────────────────────────────────────────────
 
 export interface CutOverOptions extends LiveMigrationOptions {
@@ -492,23 +413,7 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
     else if (leasesEqual(copy, leaseFromInit(exactCopyOf(row)))) copiesInSync += 1;
     else copiesBehind += 1;
   }
-  const workers = new Map<string, LiveWorkerStatus>();
-  for (const [registry, store] of [
-    ['source', from],
-    ['target', to],
-  ] as const) {
-    for (const worker of await listWorkersIfPresent(store)) {
-      const known = workers.get(worker.workerId);
-      workers.set(worker.workerId, {
-        workerId: worker.workerId,
-        registries: [...(known?.registries ?? []), registry],
-        migrating: (known?.migrating ?? false) || isMigratingWorker(worker),
-        phase: known?.phase ?? worker.metadata[MIGRATING_WORKER_METADATA.phase] ?? null,
-        heartbeat: known?.heartbeat ?? worker.heartbeat,
-        lastHeartbeatAt: known?.lastHeartbeatAt ?? worker.lastHeartbeatAt,
-      });
-    }
-  }
+  const workers = await workerStatuses(state, from, to);
   const unmovedLeases = source.leases.length - sealedLeases;
   return {
     ...state,
@@ -520,25 +425,68 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
     copiesBehind,
     copiesMissing,
     targetLeases: target.leases.length,
-    workers: [...workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId)),
-    nextStep: nextStep(state, unmovedLeases),
+    workers,
+    nextStep: nextStep(state, unmovedLeases, copiesBehind + copiesMissing),
   };
 }
 
-function nextStep(state: LiveMigrationState, unmoved: number): string {
+/**
+ * The workers as the registry they write shows them. Migrating workers heartbeat in both registries
+ * while the migration runs, but the secondary one only as a courtesy (it may lag or miss beats); from
+ * `complete` on they write the target's only, and the source's entries are left behind, stale.
+ */
+async function workerStatuses(
+  state: LiveMigrationState,
+  from: LeaseStore,
+  to: LeaseStore,
+): Promise<LiveWorkerStatus[]> {
+  const registries: Array<readonly ['source' | 'target', LeaseStore]> =
+    state.phase === 'complete'
+      ? [['target', to]]
+      : state.phase === 'target'
+        ? [
+            ['target', to],
+            ['source', from],
+          ]
+        : [
+            ['source', from],
+            ['target', to],
+          ];
+  const workers = new Map<string, LiveWorkerStatus>();
+  for (const [registry, store] of registries) {
+    for (const worker of await listWorkersIfPresent(store)) {
+      const known = workers.get(worker.workerId);
+      // The first registry read is the one the workers write: its entry wins.
+      workers.set(worker.workerId, {
+        workerId: worker.workerId,
+        registries: [...(known?.registries ?? []), registry].sort(),
+        migrating: known?.migrating ?? isMigratingWorker(worker),
+        phase: known === undefined ? (worker.metadata[MIGRATING_WORKER_METADATA.phase] ?? null) : known.phase,
+        heartbeat: known?.heartbeat ?? worker.heartbeat,
+        lastHeartbeatAt: known?.lastHeartbeatAt ?? worker.lastHeartbeatAt,
+      });
+    }
+  }
+  return [...workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
+}
+
+function nextStep(state: LiveMigrationState, unmoved: number, outOfSync: number): string {
   switch (state.phase) {
     case 'foreign':
       return 'the source was migrated to another store; nothing to do here';
     case 'mirroring':
-      return state.targetGuarded
-        ? 'deploy createMigratingLeaseStore to every worker, then run `kcl-migrate cutover`'
-        : 'run `kcl-migrate --live` to guard and backfill the target';
+      if (!state.targetGuarded) return 'run `kcl-migrate --live` to guard and backfill the target';
+      return outOfSync > 0
+        ? `${outOfSync} target copies are behind or missing: make sure every worker runs createMigratingLeaseStore (its writes repair the copies of the leases it holds), run \`kcl-migrate --live\` again for the rest, then check \`kcl-migrate status\` again`
+        : 'every target copy is in sync: once every worker shows the migrating store, run `kcl-migrate cutover`';
     case 'cutover':
       return `the cut-over was interrupted with ${unmoved} leases still to move; run \`kcl-migrate cutover\` again`;
     case 'target':
       return 'the cut-over is finishing (plain target workers must wait for complete); run `kcl-migrate cutover` again to complete it';
     case 'complete':
-      return 'complete: redeploy the workers with the plain target store at your pace; the source is no longer used';
+      return state.targetGuarded
+        ? 'the cut-over stopped after marking the migration complete but before lifting the target’s guard (plain target workers stop on it); run `kcl-migrate cutover` again to finish'
+        : 'complete: redeploy the workers with the plain target store at your pace; the source is no longer used';
   }
 }
 

@@ -12,6 +12,7 @@ import {
   PLACEHOLDER_COUNTER,
   pendingMarkerText,
   phaseMarkerText,
+  REPAIR_OWNER,
   SEAL_OWNER,
 } from './migration-phase.js';
 
@@ -76,7 +77,7 @@ describe('createMigratingLeaseStore: mirroring', () => {
     expect(await to.getLease('shard-1')).toBeNull();
   });
 
-  it('starts a missing target copy from the source state, and counts a copy that is behind', async () => {
+  it('starts a missing target copy from the source state, and repairs a copy that is behind', async () => {
     const { from, to } = stores();
     const lease = ok(
       await from.createLeaseIfAbsent({
@@ -92,9 +93,44 @@ describe('createMigratingLeaseStore: mirroring', () => {
 
     await to.deleteLease('shard-1');
     await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), leaseCounter: 2 });
-    ok(await store.renewLease('shard-1', renewed.leaseCounter));
-    expect(store.mirrorStatistics()).toMatchObject({ repaired: 1, lagging: 1 });
-    expect((await stored(to, 'shard-1')).leaseCounter).toBe(2);
+    const again = ok(await store.renewLease('shard-1', renewed.leaseCounter));
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 2, lagging: 0 });
+    expect(leasesEqual(await stored(to, 'shard-1'), again)).toBe(true);
+  });
+
+  it('never moves a copy backwards, and leaves a copy under repair to its repairer', async () => {
+    const { from, to } = stores();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    const store = createMigratingLeaseStore({ from, to });
+    // A copy at a later counter than this write produced: a newer write was mirrored meanwhile.
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('9'), owner: 'w', leaseCounter: 5 });
+    ok(await store.renewLease('shard-1', lease.leaseCounter));
+    expect((await stored(to, 'shard-1')).leaseCounter).toBe(5);
+    // A copy another repair holds (its lock) is left alone.
+    await to.deleteLease('shard-1');
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), owner: REPAIR_OWNER });
+    ok(await store.renewLease('shard-1', lease.leaseCounter + 1));
+    expect((await stored(to, 'shard-1')).owner).toBe(REPAIR_OWNER);
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 0, lagging: 2 });
+  });
+
+  it('breaks a repair lock left by a repair that died, once it has been seen unchanged long enough', async () => {
+    const { from, to } = stores();
+    const clock = new ManualClock();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), owner: REPAIR_OWNER });
+    const store = createMigratingLeaseStore({ from, to, clock, mirrorTimeoutMs: 100 });
+    const first = ok(await store.renewLease('shard-1', lease.leaseCounter));
+    await clock.advance(499);
+    const second = ok(await store.renewLease('shard-1', first.leaseCounter));
+    expect((await stored(to, 'shard-1')).owner).toBe(REPAIR_OWNER);
+    await clock.advance(1);
+    const third = ok(await store.renewLease('shard-1', second.leaseCounter));
+    expect(leasesEqual(await stored(to, 'shard-1'), third)).toBe(true);
   });
 
   it('keeps working when the target fails or hangs: the source decides', async () => {

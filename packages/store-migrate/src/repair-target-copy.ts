@@ -16,8 +16,9 @@ export type CopyRepair = 'in-sync' | 'created' | 'repaired' | 'ahead' | 'locked'
 
 /**
  * Remembers repair locks seen on copies, so a lock left by a repair that died half-way (a worker killed
- * between taking the lock and writing the copy) is broken once it has been seen unchanged for
- * `expiryMs` on this process's monotonic clock — the same rule as a lease's expiry.
+ * between taking the lock and writing the copy) is broken once the copy has been seen locked for
+ * `expiryMs` on this process's monotonic clock. Not by its counter: mirrored writes whose counter
+ * matches keep moving a dead lock along, but a live repair replaces its lock within moments.
  */
 export interface RepairLockWatch {
   isStale(lease: Lease): boolean;
@@ -25,19 +26,19 @@ export interface RepairLockWatch {
 }
 
 export function createRepairLockWatch(clock: Clock, expiryMs: number): RepairLockWatch {
-  const seen = new Map<string, { readonly counter: number; readonly since: number }>();
+  const lockedSince = new Map<string, number>();
   return {
     isStale(lease) {
       const now = clock.monotonicNow();
-      const known = seen.get(lease.leaseKey);
-      if (known === undefined || known.counter !== lease.leaseCounter) {
-        seen.set(lease.leaseKey, { counter: lease.leaseCounter, since: now });
+      const since = lockedSince.get(lease.leaseKey);
+      if (since === undefined) {
+        lockedSince.set(lease.leaseKey, now);
         return false;
       }
-      return now - known.since >= expiryMs;
+      return now - since >= expiryMs;
     },
     forget(leaseKey) {
-      seen.delete(leaseKey);
+      lockedSince.delete(leaseKey);
     },
   };
 }
@@ -73,6 +74,7 @@ export async function repairTargetCopy(
   const wanted = exactCopyOf(source);
   const current = options.current === undefined ? await to.getLease(source.leaseKey) : options.current;
   if (current === null) return (await to.createLeaseIfAbsent(wanted)).ok ? 'created' : 'raced';
+  if (current.owner !== REPAIR_OWNER) options.locks?.forget(source.leaseKey);
   if (leasesEqual(current, leaseFromInit(wanted))) return 'in-sync';
   if (current.owner === REPAIR_OWNER && options.locks?.isStale(current) !== true) return 'locked';
   if (current.leaseCounter > source.leaseCounter && options.replaceAhead !== true) return 'ahead';

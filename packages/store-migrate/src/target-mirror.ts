@@ -1,8 +1,10 @@
 import type { Clock, Lease, LeaseBatchWriteResult, LeaseStore, LeaseWriteResult, Logger } from '@kcl/core';
+import { leaseFromInit, leasesEqual } from '@kcl/core';
 import { startDeadline, TIMED_OUT } from './deadline.js';
 import type { LiveMigrationPhase } from './migration-phase.js';
 import { exactCopyOf } from './plan-lease-copy.js';
 import type { CopyRepair } from './repair-target-copy.js';
+import { createRepairLockWatch, repairTargetCopy } from './repair-target-copy.js';
 
 /** What mirroring did so far, for logs and tests. */
 export interface MirrorStatistics {
@@ -46,10 +48,29 @@ export interface TargetMirror {
   statistics(): MirrorStatistics;
 }
 
+/** The target row a mirrored write left, when it says (null: refused, or the write returns no lease). */
+function copyAfter(outcome: MirroredOutcome): Lease | null {
+  if (outcome === null || outcome === undefined) return null;
+  if ('ok' in outcome) return outcome.ok ? outcome.lease : null;
+  return outcome;
+}
+
+/**
+ * True when the target took the write and its row is now exactly the source's. A write the target
+ * took can still leave a copy that differs (its counter matched but it was not an exact copy, e.g. a
+ * repair lock left by a repair that died, or a lost unconditional meta update): that copy is repaired.
+ */
+function isExactCopy(copy: Lease | null, source: Lease): boolean {
+  return copy !== null && leasesEqual(copy, leaseFromInit(exactCopyOf(source)));
+}
+
 /** The target side of the migrating store while the source is authoritative. */
 export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
   const { to, clock, mirrorTimeoutMs, logger } = options;
   const statistics = { mirrored: 0, repaired: 0, lagging: 0, failed: 0 };
+  // A lock left by a repair that died is broken once it has been seen unchanged for this long: far
+  // longer than a live repair takes (its calls answer within the mirror deadline).
+  const locks = createRepairLockWatch(clock, mirrorTimeoutMs * 5);
 
   const count = (repair: CopyRepair): void => {
     if (repair === 'in-sync') statistics.mirrored += 1;
@@ -57,13 +78,17 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
     else statistics.lagging += 1;
   };
 
-  /** After the target refused a mirrored write: repair the copy (mirroring only), or count it lagging. */
-  const repair = async (source: Lease | null, missing: boolean): Promise<void> => {
-    if (source === null || !missing || options.phase() !== 'mirroring') {
+  /**
+   * After the target refused a mirrored write (its copy is missing, or behind because an earlier
+   * mirror was lost or a plain worker wrote the source): repair the copy from the source's new state.
+   * Only while mirroring; later the cut-over owns the copies (it moves each lease exactly).
+   */
+  const repair = async (source: Lease | null): Promise<void> => {
+    if (source === null || options.phase() !== 'mirroring') {
       statistics.lagging += 1;
       return;
     }
-    count((await to.createLeaseIfAbsent(exactCopyOf(source))).ok ? 'created' : 'raced');
+    count(await repairTargetCopy(to, source, { locks }));
   };
 
   /** Runs `work` within the mirror deadline; counts `size` failures when it times out or throws. */
@@ -86,17 +111,8 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
     write(operation, leaseKey, write, source) {
       return bounded(`${operation} ${leaseKey}`, 1, async () => {
         const outcome = await write();
-        const refused = outcome === null || (outcome !== undefined && 'ok' in outcome && !outcome.ok);
-        if (!refused) statistics.mirrored += 1;
-        else
-          await repair(
-            source,
-            outcome !== null &&
-              outcome !== undefined &&
-              'ok' in outcome &&
-              !outcome.ok &&
-              outcome.reason === 'not-found',
-          );
+        if (source === null || isExactCopy(copyAfter(outcome), source)) statistics.mirrored += 1;
+        else await repair(source);
       });
     },
 
@@ -108,9 +124,9 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
         await Promise.all(
           renewed.map(async (lease, index) => {
             const result = results[index];
-            if (result?.ok === true) statistics.mirrored += 1;
-            else if (result === undefined || result.reason === 'failed') statistics.failed += 1;
-            else await repair(lease, result.reason === 'not-found');
+            if (result === undefined || (!result.ok && result.reason === 'failed')) statistics.failed += 1;
+            else if (result.ok && isExactCopy(result.lease, lease)) statistics.mirrored += 1;
+            else await repair(lease);
           }),
         );
       });

@@ -53,15 +53,18 @@ export async function runLiveStart(context: CommandContext): Promise<ExitCode> {
       ['already in sync', formatCount(report.inSync)],
       [
         'changing while copied',
-        `${formatCount(report.changing)} (mirroring and the cut-over bring them over)`,
+        `${formatCount(report.changing)} (mirroring brings them over; \`kcl-migrate status\` shows any copy still behind)`,
       ],
+      ['deleted since listed', `${formatCount(report.gone)} (not copied)`],
     ])}
 
 The target is guarded: a worker started on the plain target store stops until the cut-over.
 Next:
   1. Deploy every worker with createMigratingLeaseStore({ from: <source store>, to: <target store> })
      (a rolling restart is fine; the source stays authoritative, writes are mirrored).
-  2. Check with \`kcl-migrate status\` that every worker runs the migrating store.
+  2. Check with \`kcl-migrate status\` that every worker runs the migrating store and that every
+     copy is in sync (a worker's writes repair the copies of its leases; run \`kcl-migrate --live\`
+     again, at any moment, for leases nobody writes).
   3. Run \`kcl-migrate cutover\`.`,
   );
   return EXIT_CODES.ok;
