@@ -246,6 +246,11 @@ async function longestPhaseRefresh(from: LeaseStore, to: LeaseStore, minimum: nu
  *    source before it saw the new phase;
  * 5. the source's marker says `complete` and the target's guard marker goes: the source is no longer
  *    used, and plain target workers may start.
+ *
+ * Every step is idempotent and a run starts from the phase the source's marker records, so a run
+ * killed between any two writes is finished by running it again: a run that finds `cutover` waits for
+ * the workers again before moving anything, and one that finds `complete` with the guard still in
+ * place lifts it.
  */
 export async function cutOverLiveMigration(options: CutOverOptions): Promise<CutOverReport> {
   const { from, to } = options;
@@ -282,6 +287,16 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
       migratedTo: phaseMarkerText(targetName, phase),
       migratedAt: new Date(clock.now()),
     });
+
+  /** Keeps plain target workers off the target until the migration is complete (idempotent). */
+  const guardTarget = async (): Promise<void> => {
+    if ((await readLiveMigrationState(from, to)).targetGuarded) return;
+    await to.ensureSchema();
+    await to.setMigrationMarker({
+      migratedTo: pendingMarkerText(options.sourceName ?? from.description),
+      migratedAt: new Date(clock.now()),
+    });
+  };
 
   const movePasses = async (which: 'moving' | 'sweeping'): Promise<void> => {
     const maxPasses = options.maxPasses ?? 20;
@@ -329,15 +344,14 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
         'nothing was changed; fix the above and run `kcl-migrate cutover` again (--force skips this check)',
       ]);
     }
-    if (!(await readLiveMigrationState(from, to)).targetGuarded) {
-      await to.ensureSchema();
-      await to.setMigrationMarker({
-        migratedTo: pendingMarkerText(options.sourceName ?? from.description),
-        migratedAt: new Date(clock.now()),
-      });
-    }
+    await guardTarget();
     await setSourcePhase('cutover');
     stage('cutover-marked', 'the source marker now says cutover');
+    await settle('for every worker to read the cutover phase');
+  } else if (startedIn === 'cutover') {
+    // An earlier run may have died right after marking the phase, before any worker read it: wait
+    // again, so no worker still in the mirroring phase repairs a copy while it is being moved.
+    await guardTarget();
     await settle('for every worker to read the cutover phase');
   }
   if (startedIn === 'mirroring' || startedIn === 'cutover') {
@@ -353,13 +367,15 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
     await setSourcePhase('target');
     stage('target-marked', 'every lease lives in the target; new leases are created there');
   }
+  if (startedIn === 'target') await guardTarget();
   if (startedIn !== 'complete') {
     await settle('for every worker to read the target phase');
     await movePasses('sweeping');
     await setSourcePhase('complete');
-    // Only now may plain target workers start: no worker creates leases in the source any more.
-    await to.setMigrationMarker(null);
   }
+  // Only now may plain target workers start: no worker creates leases in the source any more. Also
+  // when an earlier run died between marking the migration complete and this step.
+  if ((await readLiveMigrationState(from, to)).targetGuarded) await to.setMigrationMarker(null);
   stage('complete', 'every lease lives in the target; the source is no longer used');
   return { startedIn, ...counts, preflight };
 }
@@ -499,7 +515,9 @@ export async function abortLiveMigration(options: LiveMigrationOptions): Promise
   const state = await readLiveMigrationState(options.from, options.to);
   if (state.phase !== 'mirroring') {
     throw new LiveMigrationRefusedError('aborting the live migration', [
-      `the migration is in phase ${state.phase}: leases have been moved, so the source is no longer authoritative; finish it with \`kcl-migrate cutover\` (and migrate back if needed)`,
+      state.phase === 'foreign'
+        ? `the source is marked as migrated to ${state.sourceMarker?.migratedTo}, not to this target; there is no live migration to abort`
+        : `the migration is in phase ${state.phase}: leases have been moved, so the source is no longer authoritative; run \`kcl-migrate cutover\` again to finish it (and migrate back if needed)`,
     ]);
   }
   if (state.targetGuarded) await options.to.setMigrationMarker(null);

@@ -118,7 +118,7 @@ export async function runCutover(context: CommandContext): Promise<ExitCode> {
   const to = targetOf(context);
   const raw = context.raw;
   const state = await readLiveMigrationState(context.from.store, to.store);
-  if (state.phase === 'complete') {
+  if (state.phase === 'complete' && !state.targetGuarded) {
     const message = 'the cut-over is already complete: every lease lives in the target';
     if (context.json)
       context.io.stdout.write(
