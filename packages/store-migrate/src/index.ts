@@ -7,7 +7,6 @@ export type {
   LiveMigrationState,
   LiveMigrationStatus,
   LiveWorkerStatus,
-  MoveOutcome,
   PreflightReport,
 } from './live-migration.js';
 export {
@@ -15,7 +14,6 @@ export {
   cutOverLiveMigration,
   LiveMigrationRefusedError,
   liveMigrationStatus,
-  moveLease,
   preflightCutOver,
   readLiveMigrationState,
 } from './live-migration.js';
@@ -43,6 +41,8 @@ export {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
+export type { MoveLeaseOptions, MoveOutcome, TakenSeal, TargetRowVerdict } from './move-lease.js';
+export { judgeTargetRow, moveLease } from './move-lease.js';
 export { PACKAGE_NAME } from './package-name.js';
 export type {
   LeaseCopyAction,

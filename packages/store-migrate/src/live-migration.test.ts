@@ -7,11 +7,11 @@ import {
   cutOverLiveMigration,
   LiveMigrationRefusedError,
   liveMigrationStatus,
-  moveLease,
   readLiveMigrationState,
 } from './live-migration.js';
 import { createMigratingLeaseStore } from './migrating-lease-store.js';
 import { isSealedLease, markerTag, SEAL_OWNER } from './migration-phase.js';
+import { moveLease } from './move-lease.js';
 import { startLiveMigration } from './start-live-migration.js';
 
 const esn = (value: string | number) => ExtendedSequenceNumber.of(String(value));

@@ -1,5 +1,5 @@
-import type { Clock, Lease, LeaseStore, MigrationMarker, WorkerRecord } from '@kcl/core';
-import { compareLeaseKeys, KclError, leaseFromInit, leasesEqual, systemClock } from '@kcl/core';
+import type { Clock, LeaseStore, MigrationMarker, WorkerRecord } from '@kcl/core';
+import { compareLeaseKeys, KclError, systemClock } from '@kcl/core';
 import { mapConcurrently } from './map-concurrently.js';
 import type { LiveMigrationPhase, MarkerTag } from './migration-phase.js';
 import {
@@ -11,8 +11,9 @@ import {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
+import type { TakenSeal } from './move-lease.js';
+import { judgeTargetRow, moveLease } from './move-lease.js';
 import { PACKAGE_NAME } from './package-name.js';
-import { exactCopyOf } from './plan-lease-copy.js';
 import { readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
 import type { SourceActivity } from './watch-source-activity.js';
 import { listWorkersIfPresent, watchSourceActivity } from './watch-source-activity.js';
@@ -75,54 +76,6 @@ export async function readLiveMigrationState(from: LeaseStore, to: LeaseStore): 
   };
 }
 
-// ── moving one lease ──────────────────────────────────────────────────────────────────────────────
-
-export type MoveOutcome = 'moved' | 'already-moved' | 'gone' | 'busy';
-
-/**
- * Makes the target row of a lease an exact copy of the source row (owner and counter included),
- * unless it already is one. Only safe while the source row is not sealed and nobody else is moving
- * the lease: the target row is not authoritative then, so replacing it takes nothing from anyone.
- */
-async function copyExactly(to: LeaseStore, row: Lease, mayReplace: () => Promise<boolean>): Promise<boolean> {
-  const copy = exactCopyOf(row);
-  const current = await to.getLease(row.leaseKey);
-  if (current !== null && leasesEqual(current, leaseFromInit(copy))) return true;
-  if (current !== null) {
-    if (!(await mayReplace())) return false;
-    await to.deleteLease(row.leaseKey);
-  }
-  // Fails when a mirrored write created the row meanwhile; the caller reads again.
-  return (await to.createLeaseIfAbsent(copy)).ok;
-}
-
-/**
- * Moves one lease: copies the source row exactly into the target, then seals the source row with a
- * write conditional on the counter that was copied. The seal succeeds only if nobody wrote the
- * source row since it was read, so at the moment of the seal the target row is exactly the source
- * row, and the lease's counter goes on in the target from the value it had. Repeats (up to
- * `attempts` times) while the lease keeps changing under it.
- */
-export async function moveLease(
-  from: LeaseStore,
-  to: LeaseStore,
-  leaseKey: string,
-  options: { readonly attempts?: number; readonly clock?: Clock; readonly signal?: AbortSignal } = {},
-): Promise<MoveOutcome> {
-  const clock = options.clock ?? systemClock;
-  const attempts = options.attempts ?? 25;
-  for (let attempt = 0; attempt < attempts && options.signal?.aborted !== true; attempt++) {
-    if (attempt > 0) await clock.sleep(Math.min(200, 5 * 2 ** attempt), options.signal);
-    const row = await from.getLease(leaseKey);
-    if (row === null) return 'gone';
-    if (isSealedLease(row)) return 'already-moved';
-    if (!(await copyExactly(to, row, async () => true))) continue;
-    const seal = await from.takeLease(leaseKey, row.leaseCounter, SEAL_OWNER);
-    if (seal.ok) return 'moved';
-  }
-  return 'busy';
-}
-
 // ── cut-over ─────────────────────────────────────────────────────────────────────────────────────
 
 export interface CutOverOptions extends LiveMigrationOptions {
@@ -150,6 +103,7 @@ export type CutOverStage =
   | 'cleaning'
   | 'target-marked'
   | 'sweeping'
+  | 'taken-seal'
   | 'complete';
 
 export interface CutOverReport {
@@ -161,6 +115,12 @@ export interface CutOverReport {
   readonly removedStaleCopies: number;
   readonly passes: number;
   readonly preflight: PreflightReport | null;
+  /**
+   * Leases that were moved and whose sealed source row a worker without the migrating store took
+   * since (a Java worker, or a plain kcl worker): their target rows are kept and they are not moved
+   * again. The workers named in them must be stopped: they process those shards from stale state.
+   */
+  readonly takenSeals: readonly TakenSeal[];
 }
 
 export interface PreflightReport {
@@ -171,6 +131,12 @@ export interface PreflightReport {
 
 function isMigratingWorker(worker: Pick<WorkerRecord, 'metadata'>): boolean {
   return worker.metadata[MIGRATING_WORKER_METADATA.store] === 'migrating';
+}
+
+/** The workers either registry lists as running the migrating store. */
+async function migratingWorkerIds(from: LeaseStore, to: LeaseStore): Promise<Set<string>> {
+  const workers = [...(await listWorkersIfPresent(from)), ...(await listWorkersIfPresent(to))];
+  return new Set(workers.filter(isMigratingWorker).map((worker) => worker.workerId));
 }
 
 /**
@@ -298,11 +264,15 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
     });
   };
 
+  const movedThisRun = new Set<string>();
+  const takenSeals = new Map<string, TakenSeal>();
   const movePasses = async (which: 'moving' | 'sweeping'): Promise<void> => {
     const maxPasses = options.maxPasses ?? 20;
     for (let pass = 1; ; pass++) {
       throwIfAborted(signal);
-      const pending = (await from.listLeases()).filter((row) => !isSealedLease(row));
+      const pending = (await from.listLeases()).filter(
+        (row) => !isSealedLease(row) && !takenSeals.has(row.leaseKey),
+      );
       if (pending.length === 0) return;
       if (pass > maxPasses) {
         throw new LiveMigrationRefusedError('the cut-over', [
@@ -314,14 +284,29 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
       }
       counts.passes += 1;
       stage(which, `pass ${pass}: ${pending.length} leases to move`);
+      const migratingWorkers = await migratingWorkerIds(from, to);
       let done = 0;
       await mapConcurrently(
         pending,
         options.concurrency ?? 16,
         async (row) => {
-          const outcome = await moveLease(from, to, row.leaseKey, { clock, ...(signal ? { signal } : {}) });
-          if (outcome === 'moved') counts.moved += 1;
-          else if (outcome === 'already-moved') counts.alreadyMoved += 1;
+          const outcome = await moveLease(from, to, row.leaseKey, {
+            clock,
+            migratingWorkers,
+            movedBefore: movedThisRun.has(row.leaseKey),
+            onTakenSeal: (taken) => {
+              takenSeals.set(taken.leaseKey, taken);
+              stage(
+                'taken-seal',
+                `lease ${JSON.stringify(taken.leaseKey)} was moved, and its sealed source row was taken since by ${JSON.stringify(taken.sourceOwner)} (source counter ${taken.sourceCounter}, target counter ${taken.targetCounter}: ${taken.reason}); its target row is kept. Stop that worker: it does not run the migrating store and processes the shard from stale state`,
+              );
+            },
+            ...(signal ? { signal } : {}),
+          });
+          if (outcome === 'moved') {
+            counts.moved += 1;
+            movedThisRun.add(row.leaseKey);
+          } else if (outcome === 'already-moved') counts.alreadyMoved += 1;
           done += 1;
           options.onProgress?.({ stage: which, done, total: pending.length });
         },
@@ -377,7 +362,7 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
   // when an earlier run died between marking the migration complete and this step.
   if ((await readLiveMigrationState(from, to)).targetGuarded) await to.setMigrationMarker(null);
   stage('complete', 'every lease lives in the target; the source is no longer used');
-  return { startedIn, ...counts, preflight };
+  return { startedIn, ...counts, preflight, takenSeals: [...takenSeals.values()] };
 }
 
 // ── status and abort ─────────────────────────────────────────────────────────────────────────────
@@ -404,6 +389,11 @@ export interface LiveMigrationStatus extends LiveMigrationState {
   readonly copiesMissing: number;
   /** Target rows, including moved leases. */
   readonly targetLeases: number;
+  /**
+   * From the cut-over on: moved leases whose sealed source row a worker without the migrating store
+   * took since (not counted as unmoved). Their target rows are the leases; those workers must stop.
+   */
+  readonly takenSeals: readonly TakenSeal[];
   readonly workers: readonly LiveWorkerStatus[];
   readonly nextStep: string;
 }
@@ -419,18 +409,33 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
   let copiesInSync = 0;
   let copiesBehind = 0;
   let copiesMissing = 0;
+  const takenSeals: TakenSeal[] = [];
+  // Seals exist only from the cut-over on; before, a copy that differs is simply behind.
+  const sealsExist = state.phase === 'cutover' || state.phase === 'target' || state.phase === 'complete';
+  const migratingWorkers = sealsExist ? await migratingWorkerIds(from, to) : new Set<string>();
   for (const row of source.leases) {
     if (isSealedLease(row)) {
       sealedLeases += 1;
       continue;
     }
-    const copy = copies.get(row.leaseKey);
-    if (copy === undefined) copiesMissing += 1;
-    else if (leasesEqual(copy, leaseFromInit(exactCopyOf(row)))) copiesInSync += 1;
+    const copy = copies.get(row.leaseKey) ?? null;
+    const verdict = judgeTargetRow(row, copy, migratingWorkers);
+    if (sealsExist && verdict.kind === 'taken-seal') {
+      takenSeals.push({
+        leaseKey: row.leaseKey,
+        sourceOwner: row.owner,
+        sourceCounter: row.leaseCounter,
+        targetOwner: copy?.owner ?? null,
+        targetCounter: copy?.leaseCounter ?? -1,
+        reason: verdict.reason,
+      });
+    } else if (verdict.kind === 'missing') copiesMissing += 1;
+    else if (verdict.kind === 'exact') copiesInSync += 1;
     else copiesBehind += 1;
   }
   const workers = await workerStatuses(state, from, to);
-  const unmovedLeases = source.leases.length - sealedLeases;
+  const unmovedLeases = source.leases.length - sealedLeases - takenSeals.length;
+  const step = nextStep(state, unmovedLeases, copiesBehind + copiesMissing);
   return {
     ...state,
     sourceTag: state.sourceMarker === null ? null : markerTag(state.sourceMarker.migratedTo),
@@ -441,8 +446,19 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
     copiesBehind,
     copiesMissing,
     targetLeases: target.leases.length,
+    takenSeals,
     workers,
-    nextStep: nextStep(state, unmovedLeases, copiesBehind + copiesMissing),
+    nextStep:
+      takenSeals.length === 0
+        ? step
+        : `${takenSeals.length} moved leases (${takenSeals
+            .slice(0, 5)
+            .map((taken) => taken.leaseKey)
+            .join(', ')}) were taken in the source by ${[
+            ...new Set(takenSeals.map((taken) => JSON.stringify(taken.sourceOwner))),
+          ].join(
+            ', ',
+          )}, which do not run the migrating store: stop those workers (they process those shards from stale checkpoints); the target rows are kept. Then: ${step}`,
   };
 }
 

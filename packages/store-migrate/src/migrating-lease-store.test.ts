@@ -3,7 +3,6 @@ import { ConfigurationError, ExtendedSequenceNumber, leasesEqual } from '@kcl/co
 import type { MemoryLeaseStore } from '@kcl/testkit';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { moveLease } from './live-migration.js';
 import { createMigratingLeaseStore } from './migrating-lease-store.js';
 import type { LiveMigrationPhase } from './migration-phase.js';
 import {
@@ -15,6 +14,7 @@ import {
   REPAIR_OWNER,
   SEAL_OWNER,
 } from './migration-phase.js';
+import { moveLease } from './move-lease.js';
 
 const esn = (value: string) => ExtendedSequenceNumber.of(value);
 

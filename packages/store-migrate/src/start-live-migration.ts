@@ -74,6 +74,8 @@ export async function startLiveMigration(
   }
   for (const seal of seals) await from.deleteLease(seal.leaseKey);
 
+  // The listing can take long on a big table: a cut-over may have begun meanwhile.
+  await assertStillMirroring(from, to);
   const leases = rows.filter((row) => !isSealedLease(row));
   const counts = { created: 0, replaced: 0, inSync: 0, changing: 0, gone: 0 };
   let done = 0;

@@ -1,3 +1,4 @@
+import type { TakenSeal } from '../index.js';
 import {
   abortLiveMigration,
   cutOverLiveMigration,
@@ -109,6 +110,7 @@ export async function runStatus(context: CommandContext): Promise<ExitCode> {
       )}`,
     );
   }
+  if (status.takenSeals.length > 0) say(context, `\n${takenSealsWarning(status.takenSeals)}`);
   say(context, `\nNext: ${status.nextStep}`);
   return EXIT_CODES.ok;
 }
@@ -168,9 +170,10 @@ export async function runCutover(context: CommandContext): Promise<ExitCode> {
         removedStaleCopies: report.removedStaleCopies,
         passes: report.passes,
         migratingWorkers: report.preflight?.migratingWorkers ?? null,
+        takenSeals: report.takenSeals,
       })}\n`,
     );
-    return EXIT_CODES.ok;
+    return report.takenSeals.length > 0 ? EXIT_CODES.differences : EXIT_CODES.ok;
   }
   say(
     context,
@@ -186,7 +189,25 @@ Every lease now lives in ${to.name}.
 Redeploy the workers with the plain target store at your pace (migrating workers keep working meanwhile).
 Workers still on the plain source store stop with ApplicationMigratedError.`,
   );
-  return EXIT_CODES.ok;
+  if (report.takenSeals.length === 0) return EXIT_CODES.ok;
+  warn(context, takenSealsWarning(report.takenSeals));
+  return EXIT_CODES.differences;
+}
+
+function takenSealsWarning(takenSeals: readonly TakenSeal[]): string {
+  return `Moved leases taken in the source by workers that do not run the migrating store (a Java KCL or plain kcl
+worker took the sealed row as if it had expired). The target rows are the leases and were kept; stop
+those workers, they process these shards from stale checkpoints:
+${formatTable(
+  ['LEASE', 'SOURCE OWNER', 'SOURCE COUNTER', 'TARGET OWNER', 'TARGET COUNTER'],
+  takenSeals.map((taken) => [
+    taken.leaseKey,
+    taken.sourceOwner ?? '(none)',
+    String(taken.sourceCounter),
+    taken.targetOwner ?? '(none)',
+    String(taken.targetCounter),
+  ]),
+)}`;
 }
 
 /** `abort`: abandons a live migration that has not been cut over. */
