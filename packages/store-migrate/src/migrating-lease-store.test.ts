@@ -116,6 +116,28 @@ describe('createMigratingLeaseStore: mirroring', () => {
     expect(store.mirrorStatistics()).toMatchObject({ repaired: 0, lagging: 2 });
   });
 
+  it('repairs a copy only on a fresh reading of the mirroring phase', async () => {
+    const { to } = stores();
+    const from = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'billing' }));
+    const clock = new ManualClock();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    const store = createMigratingLeaseStore({ from, to, clock, phaseRefreshMs: 1_000 });
+    expect(await store.refreshPhase()).toBe('mirroring');
+    // The marker cannot be read any more: the store goes on with the phase it last read, but the
+    // cut-over may have begun meanwhile, so it no longer touches copies.
+    from.faults.failNext(10, { operations: ['getMigrationMarker'] });
+    await clock.advance(1_000);
+    const renewed = ok(await store.renewLease('shard-1', lease.leaseCounter));
+    expect(await to.getLease('shard-1')).toBeNull();
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 0, lagging: 1 });
+    from.faults.restore();
+    await clock.advance(1_000);
+    ok(await store.renewLease('shard-1', renewed.leaseCounter));
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 1 });
+  });
+
   it('breaks a repair lock left by a repair that died, once it has been seen unchanged long enough', async () => {
     const { from, to } = stores();
     const clock = new ManualClock();

@@ -124,7 +124,13 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     }
   };
 
-  const mirror = createTargetMirror({ to, clock, mirrorTimeoutMs, logger, phase: () => phase });
+  const mirror = createTargetMirror({
+    to,
+    clock,
+    mirrorTimeoutMs,
+    logger,
+    mayRepair: () => phase === 'mirroring' && clock.monotonicNow() - phaseReadAt < phaseRefreshMs,
+  });
 
   /** True when the source row of `leaseKey` is sealed (its lease lives in the target). */
   const learnSeal = async (leaseKey: string): Promise<boolean> => {

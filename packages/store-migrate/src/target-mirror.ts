@@ -1,7 +1,6 @@
 import type { Clock, Lease, LeaseBatchWriteResult, LeaseStore, LeaseWriteResult, Logger } from '@kcl/core';
 import { leaseFromInit, leasesEqual } from '@kcl/core';
 import { startDeadline, TIMED_OUT } from './deadline.js';
-import type { LiveMigrationPhase } from './migration-phase.js';
 import { exactCopyOf } from './plan-lease-copy.js';
 import type { CopyRepair } from './repair-target-copy.js';
 import { createRepairLockWatch, repairTargetCopy } from './repair-target-copy.js';
@@ -23,8 +22,12 @@ export interface TargetMirrorOptions {
   readonly clock: Clock;
   readonly mirrorTimeoutMs: number;
   readonly logger: Logger;
-  /** The phase the migrating store last read: copies are repaired only while it is `mirroring`. */
-  readonly phase: () => LiveMigrationPhase;
+  /**
+   * Whether a copy may be repaired now: only while the source is in the `mirroring` phase, as read
+   * within the last `phaseRefreshMs` (a stale reading, e.g. after failed reads, does not count). The
+   * cut-over waits that long (and a margin) after leaving the phase before it moves any lease.
+   */
+  readonly mayRepair: () => boolean;
 }
 
 /** How a mirrored write reports: a lease write result, or (meta, delete) the lease or nothing. */
@@ -84,7 +87,7 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
    * Only while mirroring; later the cut-over owns the copies (it moves each lease exactly).
    */
   const repair = async (source: Lease | null): Promise<void> => {
-    if (source === null || options.phase() !== 'mirroring') {
+    if (source === null || !options.mayRepair()) {
       statistics.lagging += 1;
       return;
     }
