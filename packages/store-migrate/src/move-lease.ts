@@ -34,8 +34,9 @@ export type TargetRowVerdict =
 /**
  * Tells a copy that is behind from the row of a lease that was moved and whose seal was taken since.
  * A copy only ever moves along the source row's own history (mirrored writes with the same counter,
- * exact copies of the source), so it is at most at the source's counter and checkpoint, and it lags
- * only by writes of workers running the migrating store. A target row at or above the source's
+ * exact copies of the source), so it is at most at the source's counter and checkpoint (at the same
+ * counter it can lack only an unconditional meta update), and it lags only by writes of workers
+ * running the migrating store. A target row at or above the source's
  * counter, checkpointed further, or whose source row changed owner to a worker that does not run the
  * migrating store, has a history of its own: the lease went on in the target after it was sealed.
  */
@@ -48,7 +49,10 @@ export function judgeTargetRow(
   if (leasesEqual(target, leaseFromInit(exactCopyOf(source)))) return { kind: 'exact' };
   // A repair lock (a repair that died) or a seal left from a migration in the other direction: never a lease.
   if (target.owner === REPAIR_OWNER || target.owner === SEAL_OWNER) return { kind: 'behind' };
-  if (target.leaseCounter >= source.leaseCounter) {
+  if (
+    target.leaseCounter > source.leaseCounter ||
+    (target.leaseCounter === source.leaseCounter && !differsOnlyInShardFacts(target, source))
+  ) {
     return {
       kind: 'taken-seal',
       reason: `its target row is at counter ${target.leaseCounter}, at or above the source row's ${source.leaseCounter}`,
@@ -67,6 +71,18 @@ export function judgeTargetRow(
     };
   }
   return { kind: 'behind' };
+}
+
+/**
+ * True when two rows at one counter differ only in the facts `updateLeaseMeta` writes (children, hash
+ * range): that write is unconditional and leaves the counter alone, so a copy that lost its mirror is
+ * at the source's counter without them.
+ */
+function differsOnlyInShardFacts(target: Lease, source: Lease): boolean {
+  return leasesEqual(
+    { ...target, childShardIds: source.childShardIds, hashKeyRange: source.hashKeyRange },
+    leaseFromInit(exactCopyOf(source)),
+  );
 }
 
 export interface MoveLeaseOptions {
