@@ -186,38 +186,36 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
   };
 
   /**
-   * Runs a registry call on both stores; the primary's outcome is the answer, the other's is best
-   * effort and is waited for only until `mirrorTimeoutMs` after the call began, so a hung secondary
-   * store never holds up heartbeats or the rebalancer's worker listing.
+   * Runs a call on both stores (registry calls, schema); the primary's outcome is the answer, the
+   * other's is best effort and is waited for only until `mirrorTimeoutMs` after the call began, so a
+   * hung secondary store never holds up heartbeats or the rebalancer's worker listing.
    */
+  /** A call to the secondary store: its answer within `mirrorTimeoutMs`, else null (logged). */
+  const secondary = async <T>(what: string, work: Promise<T>): Promise<T | null> => {
+    const deadline = startDeadline(clock, mirrorTimeoutMs);
+    try {
+      const outcome = await deadline.race(work);
+      if (outcome !== TIMED_OUT) return outcome;
+      logger.debug('a call to the secondary store timed out', { what });
+      return null;
+    } catch (error) {
+      logger.debug('a call to the secondary store failed', { what, error });
+      return null;
+    } finally {
+      deadline.cancel();
+    }
+  };
+
   const onBoth = async <T>(
     current: Phase,
     run: (store: LeaseStore) => Promise<T>,
   ): Promise<[T, T | null]> => {
     if (current === 'complete') return [await run(to), null];
     const [primaryStore, secondaryStore] = current === 'target' ? [to, from] : [from, to];
-    const deadline = startDeadline(clock, mirrorTimeoutMs);
-    try {
-      const secondary = deadline.race(run(secondaryStore)).then(
-        (value) => {
-          if (value === TIMED_OUT) {
-            logger.debug('registry call on the secondary store timed out', {
-              store: secondaryStore.description,
-            });
-            return null;
-          }
-          return value;
-        },
-        (error: unknown) => {
-          logger.debug('registry call on the secondary store failed', { error });
-          return null;
-        },
-      );
-      const [primary, other] = await Promise.all([run(primaryStore), secondary]);
-      return [primary, other];
-    } finally {
-      deadline.cancel();
-    }
+    return Promise.all([
+      run(primaryStore),
+      secondary(`a registry call on ${secondaryStore.description}`, run(secondaryStore)),
+    ]);
   };
 
   const store: MigratingLeaseStore = {
@@ -236,8 +234,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     mirrorStatistics: () => mirror.statistics(),
 
     async ensureSchema() {
-      await to.ensureSchema();
-      if ((await currentPhase(true)) !== 'complete') await from.ensureSchema();
+      await onBoth(await currentPhase(true), (target) => target.ensureSchema());
     },
 
     async createLeaseIfAbsent(init: LeaseInit): Promise<LeaseWriteResult> {
@@ -443,7 +440,12 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       // Once complete, the source is never read again (it may be gone).
       if (phase !== 'complete') await readPhase();
       if (foreignMarker !== null) return foreignMarker;
-      const marker = await to.getMigrationMarker();
+      // While the source is authoritative the target's marker is our own guard (or, were the target
+      // migrated onward meanwhile, news that can wait): a hung target must not stall the caller.
+      const marker =
+        phase === 'mirroring' || phase === 'cutover'
+          ? await secondary('reading the target marker', to.getMigrationMarker())
+          : await to.getMigrationMarker();
       // The target's guard marker keeps plain workers off it until the cut-over; it is not for us.
       return marker !== null && markerTag(marker.migratedTo) !== null ? null : marker;
     },

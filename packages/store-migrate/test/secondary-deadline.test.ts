@@ -54,10 +54,16 @@ async function answersWithinDeadline<T>(clock: ManualClock, call: () => Promise<
 
 describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
   it.skipIf(kind.skip !== null)(
-    'does not hold up heartbeats, worker listings or removals beyond mirrorTimeoutMs (target hung while mirroring)',
+    'does not hold up heartbeats, worker listings, removals, the schema or the marker beyond mirrorTimeoutMs (target hung while mirroring)',
     async () => {
       const { from, to } = await kind.open('hung-registry');
-      for (const operation of ['heartbeatWorker', 'listWorkers', 'removeWorker'] as const) {
+      for (const operation of [
+        'heartbeatWorker',
+        'listWorkers',
+        'removeWorker',
+        'ensureSchema',
+        'getMigrationMarker',
+      ] as const) {
         const clock = new ManualClock();
         const store = createMigratingLeaseStore({
           from,
@@ -66,12 +72,14 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
           clock,
         });
         await store.refreshPhase();
-        const call: () => Promise<unknown> =
-          operation === 'heartbeatWorker'
-            ? () => store.heartbeatWorker('worker-1')
-            : operation === 'listWorkers'
-              ? () => store.listWorkers()
-              : () => store.removeWorker('worker-1');
+        const calls: Record<typeof operation, () => Promise<unknown>> = {
+          heartbeatWorker: () => store.heartbeatWorker('worker-1'),
+          listWorkers: () => store.listWorkers(),
+          removeWorker: () => store.removeWorker('worker-1'),
+          ensureSchema: () => store.ensureSchema(),
+          getMigrationMarker: () => store.getMigrationMarker(),
+        };
+        const call = calls[operation];
         expect(await answersWithinDeadline(clock, call), operation).toBe(true);
       }
       // The primary's answer is the real one.
