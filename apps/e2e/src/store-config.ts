@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LeaseStore } from '@kcl/core';
 import { createDynamoLeaseStore } from '@kcl/store-dynamo';
+import { createMigratingLeaseStore } from '@kcl/store-migrate';
 import { configureSqliteLeaseDatabase, createSqlLeaseStore } from '@kcl/store-sql';
 import Database from 'better-sqlite3';
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
@@ -8,7 +9,18 @@ import { createPool } from 'mysql2';
 import pg from 'pg';
 
 /** Which lease store a worker process uses, and how to reach it. Plain data: it crosses process boundaries. */
-export type StoreConfig =
+export type StoreConfig = PlainStoreConfig | MigratingStoreConfig;
+
+/** A worker running a live migration from one store to another (`createMigratingLeaseStore`). */
+export interface MigratingStoreConfig {
+  readonly kind: 'migrating';
+  readonly from: PlainStoreConfig;
+  readonly to: PlainStoreConfig;
+  readonly phaseRefreshMs?: number;
+  readonly mirrorTimeoutMs?: number;
+}
+
+export type PlainStoreConfig =
   | { readonly kind: 'sqlite'; readonly file: string }
   | { readonly kind: 'postgres'; readonly url: string }
   | { readonly kind: 'mysql'; readonly url: string }
@@ -27,6 +39,25 @@ export interface OpenedStore {
 
 /** Opens the lease store a config names, for one application. */
 export function openLeaseStore(config: StoreConfig, applicationName: string): OpenedStore {
+  if (config.kind === 'migrating') {
+    const from = openPlainLeaseStore(config.from, applicationName);
+    const to = openPlainLeaseStore(config.to, applicationName);
+    return {
+      store: createMigratingLeaseStore({
+        from: from.store,
+        to: to.store,
+        ...(config.phaseRefreshMs === undefined ? {} : { phaseRefreshMs: config.phaseRefreshMs }),
+        ...(config.mirrorTimeoutMs === undefined ? {} : { mirrorTimeoutMs: config.mirrorTimeoutMs }),
+      }),
+      close: async () => {
+        await Promise.all([from.close(), to.close()]);
+      },
+    };
+  }
+  return openPlainLeaseStore(config, applicationName);
+}
+
+function openPlainLeaseStore(config: PlainStoreConfig, applicationName: string): OpenedStore {
   switch (config.kind) {
     case 'sqlite': {
       const db = new Kysely({

@@ -4,11 +4,9 @@ export type {
   CutOverStage,
   LiveMigrationOptions,
   LiveMigrationProgress,
-  LiveMigrationStartReport,
   LiveMigrationState,
   LiveMigrationStatus,
   LiveWorkerStatus,
-  MoveOutcome,
   PreflightReport,
 } from './live-migration.js';
 export {
@@ -16,10 +14,8 @@ export {
   cutOverLiveMigration,
   LiveMigrationRefusedError,
   liveMigrationStatus,
-  moveLease,
   preflightCutOver,
   readLiveMigrationState,
-  startLiveMigration,
 } from './live-migration.js';
 export type {
   CopyCounts,
@@ -30,11 +26,7 @@ export type {
   MigrationReport,
 } from './migrate-leases.js';
 export { migrateLeases, verifyLeaseCopy } from './migrate-leases.js';
-export type {
-  MigratingLeaseStore,
-  MigratingLeaseStoreOptions,
-  MirrorStatistics,
-} from './migrating-lease-store.js';
+export type { MigratingLeaseStore, MigratingLeaseStoreOptions } from './migrating-lease-store.js';
 export { createMigratingLeaseStore } from './migrating-lease-store.js';
 export type { LiveMigrationPhase, MarkerTag, SourceMarkerReading } from './migration-phase.js';
 export {
@@ -49,6 +41,8 @@ export {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
+export type { MoveLeaseOptions, MoveOutcome, TakenSeal, TargetRowVerdict } from './move-lease.js';
+export { judgeTargetRow, moveLease } from './move-lease.js';
 export { PACKAGE_NAME } from './package-name.js';
 export type {
   LeaseCopyAction,
@@ -68,6 +62,11 @@ export {
 } from './plan-lease-copy.js';
 export type { LeaseSourceSnapshot, UnreadableLeaseRow } from './read-lease-source.js';
 export { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
+export type { CopyRepair } from './repair-target-copy.js';
+export { repairTargetCopy } from './repair-target-copy.js';
+export type { LiveMigrationStartReport } from './start-live-migration.js';
+export { startLiveMigration } from './start-live-migration.js';
+export type { MirrorStatistics } from './target-mirror.js';
 export type {
   LeaseActivity,
   SourceActivity,

@@ -7,12 +7,12 @@ import {
   cutOverLiveMigration,
   LiveMigrationRefusedError,
   liveMigrationStatus,
-  moveLease,
   readLiveMigrationState,
-  startLiveMigration,
 } from './live-migration.js';
 import { createMigratingLeaseStore } from './migrating-lease-store.js';
 import { isSealedLease, markerTag, SEAL_OWNER } from './migration-phase.js';
+import { moveLease } from './move-lease.js';
+import { startLiveMigration } from './start-live-migration.js';
 
 const esn = (value: string | number) => ExtendedSequenceNumber.of(String(value));
 
@@ -62,6 +62,7 @@ describe('startLiveMigration', () => {
       replaced: 1,
       inSync: 0,
       changing: 0,
+      gone: 0,
       removedSeals: 0,
     });
     for (const lease of leases)

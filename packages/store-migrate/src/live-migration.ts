@@ -1,5 +1,5 @@
-import type { Clock, Lease, LeaseStore, MigrationMarker, WorkerRecord } from '@kcl/core';
-import { compareLeaseKeys, KclError, leaseFromInit, leasesEqual, systemClock } from '@kcl/core';
+import type { Clock, LeaseStore, MigrationMarker, WorkerRecord } from '@kcl/core';
+import { compareLeaseKeys, KclError, systemClock } from '@kcl/core';
 import { mapConcurrently } from './map-concurrently.js';
 import type { LiveMigrationPhase, MarkerTag } from './migration-phase.js';
 import {
@@ -11,8 +11,9 @@ import {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
+import type { TakenSeal } from './move-lease.js';
+import { judgeTargetRow, moveLease } from './move-lease.js';
 import { PACKAGE_NAME } from './package-name.js';
-import { exactCopyOf } from './plan-lease-copy.js';
 import { readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
 import type { SourceActivity } from './watch-source-activity.js';
 import { listWorkersIfPresent, watchSourceActivity } from './watch-source-activity.js';
@@ -75,133 +76,6 @@ export async function readLiveMigrationState(from: LeaseStore, to: LeaseStore): 
   };
 }
 
-// ── moving one lease ──────────────────────────────────────────────────────────────────────────────
-
-export type MoveOutcome = 'moved' | 'already-moved' | 'gone' | 'busy';
-
-/**
- * Makes the target row of a lease an exact copy of the source row (owner and counter included),
- * unless it already is one. Only safe while the source row is not sealed and nobody else is moving
- * the lease: the target row is not authoritative then, so replacing it takes nothing from anyone.
- */
-async function copyExactly(to: LeaseStore, row: Lease, mayReplace: () => Promise<boolean>): Promise<boolean> {
-  const copy = exactCopyOf(row);
-  const current = await to.getLease(row.leaseKey);
-  if (current !== null && leasesEqual(current, leaseFromInit(copy))) return true;
-  if (current !== null) {
-    if (!(await mayReplace())) return false;
-    await to.deleteLease(row.leaseKey);
-  }
-  // Fails when a mirrored write created the row meanwhile; the caller reads again.
-  return (await to.createLeaseIfAbsent(copy)).ok;
-}
-
-/**
- * Moves one lease: copies the source row exactly into the target, then seals the source row with a
- * write conditional on the counter that was copied. The seal succeeds only if nobody wrote the
- * source row since it was read, so at the moment of the seal the target row is exactly the source
- * row, and the lease's counter goes on in the target from the value it had. Repeats (up to
- * `attempts` times) while the lease keeps changing under it.
- */
-export async function moveLease(
-  from: LeaseStore,
-  to: LeaseStore,
-  leaseKey: string,
-  options: { readonly attempts?: number; readonly clock?: Clock; readonly signal?: AbortSignal } = {},
-): Promise<MoveOutcome> {
-  const clock = options.clock ?? systemClock;
-  const attempts = options.attempts ?? 25;
-  for (let attempt = 0; attempt < attempts && options.signal?.aborted !== true; attempt++) {
-    if (attempt > 0) await clock.sleep(Math.min(200, 5 * 2 ** attempt), options.signal);
-    const row = await from.getLease(leaseKey);
-    if (row === null) return 'gone';
-    if (isSealedLease(row)) return 'already-moved';
-    if (!(await copyExactly(to, row, async () => true))) continue;
-    const seal = await from.takeLease(leaseKey, row.leaseCounter, SEAL_OWNER);
-    if (seal.ok) return 'moved';
-  }
-  return 'busy';
-}
-
-// ── starting: guard the target, backfill ─────────────────────────────────────────────────────────
-
-export interface LiveMigrationStartReport {
-  readonly sourceLeases: number;
-  /** Target copies created. */
-  readonly created: number;
-  /** Target copies that were behind and were replaced. */
-  readonly replaced: number;
-  readonly inSync: number;
-  /** Leases that changed while being copied; mirroring or the cut-over brings them over. */
-  readonly changing: number;
-  /** Seals left from an earlier migration that were removed (`force`). */
-  readonly removedSeals: number;
-}
-
-/**
- * Starts a live migration: guards the target with a marker (a worker started on the plain target
- * store stops), then copies every source lease exactly into the target. Migrating workers keep the
- * copies current by mirroring their writes. Safe to run again: only copies that differ are replaced.
- */
-export async function startLiveMigration(
-  options: LiveMigrationOptions & { readonly force?: boolean },
-): Promise<LiveMigrationStartReport> {
-  const { from, to } = options;
-  const clock = options.clock ?? systemClock;
-  const state = await readLiveMigrationState(from, to);
-  if (state.phase !== 'mirroring') {
-    throw new LiveMigrationRefusedError('starting the live migration', [
-      state.phase === 'foreign'
-        ? `the source is marked as migrated to ${state.sourceMarker?.migratedTo}; clear that marker first if it is wrong`
-        : `the migration is already in phase ${state.phase}; see \`kcl-migrate status\` (or run \`kcl-migrate cutover\` to finish it)`,
-    ]);
-  }
-  await to.ensureSchema();
-  const sourceName = options.sourceName ?? from.description;
-  await to.setMigrationMarker({
-    migratedTo: pendingMarkerText(sourceName),
-    migratedAt: new Date(clock.now()),
-  });
-
-  const rows = await from.listLeases();
-  const seals = rows.filter(isSealedLease);
-  if (seals.length > 0 && options.force !== true) {
-    throw new LiveMigrationRefusedError('starting the live migration', [
-      `${seals.length} source leases (${seals
-        .slice(0, 5)
-        .map((row) => row.leaseKey)
-        .join(
-          ', ',
-        )}${seals.length > 5 ? ', …' : ''}) are sealed by an earlier migration; pass --force to remove those seals`,
-    ]);
-  }
-  for (const seal of seals) await from.deleteLease(seal.leaseKey);
-
-  const leases = rows.filter((row) => !isSealedLease(row));
-  const counts = { created: 0, replaced: 0, inSync: 0, changing: 0 };
-  let done = 0;
-  // A copy is replaced only while the source is still in the mirroring phase: after that the cut-over
-  // owns the target rows.
-  const stillMirroring = async (): Promise<boolean> =>
-    (await readLiveMigrationState(from, to)).phase === 'mirroring';
-  await mapConcurrently(
-    leases,
-    options.concurrency ?? 16,
-    async (lease) => {
-      const before = await to.getLease(lease.leaseKey);
-      const ok = await copyExactly(to, lease, stillMirroring);
-      if (!ok) counts.changing += 1;
-      else if (before === null) counts.created += 1;
-      else if (leasesEqual(before, leaseFromInit(exactCopyOf(lease)))) counts.inSync += 1;
-      else counts.replaced += 1;
-      done += 1;
-      options.onProgress?.({ stage: 'backfill', done, total: leases.length });
-    },
-    options.signal,
-  );
-  return { sourceLeases: leases.length, ...counts, removedSeals: seals.length };
-}
-
 // ── cut-over ─────────────────────────────────────────────────────────────────────────────────────
 
 export interface CutOverOptions extends LiveMigrationOptions {
@@ -229,6 +103,7 @@ export type CutOverStage =
   | 'cleaning'
   | 'target-marked'
   | 'sweeping'
+  | 'taken-seal'
   | 'complete';
 
 export interface CutOverReport {
@@ -240,6 +115,12 @@ export interface CutOverReport {
   readonly removedStaleCopies: number;
   readonly passes: number;
   readonly preflight: PreflightReport | null;
+  /**
+   * Leases that were moved and whose sealed source row a worker without the migrating store took
+   * since (a Java worker, or a plain kcl worker): their target rows are kept and they are not moved
+   * again. The workers named in them must be stopped: they process those shards from stale state.
+   */
+  readonly takenSeals: readonly TakenSeal[];
 }
 
 export interface PreflightReport {
@@ -250,6 +131,12 @@ export interface PreflightReport {
 
 function isMigratingWorker(worker: Pick<WorkerRecord, 'metadata'>): boolean {
   return worker.metadata[MIGRATING_WORKER_METADATA.store] === 'migrating';
+}
+
+/** The workers either registry lists as running the migrating store. */
+async function migratingWorkerIds(from: LeaseStore, to: LeaseStore): Promise<Set<string>> {
+  const workers = [...(await listWorkersIfPresent(from)), ...(await listWorkersIfPresent(to))];
+  return new Set(workers.filter(isMigratingWorker).map((worker) => worker.workerId));
 }
 
 /**
@@ -325,6 +212,11 @@ async function longestPhaseRefresh(from: LeaseStore, to: LeaseStore, minimum: nu
  *    source before it saw the new phase;
  * 5. the source's marker says `complete` and the target's guard marker goes: the source is no longer
  *    used, and plain target workers may start.
+ *
+ * Every step is idempotent and a run starts from the phase the source's marker records, so a run
+ * killed between any two writes is finished by running it again: a run that finds `cutover` waits for
+ * the workers again before moving anything, and one that finds `complete` with the guard still in
+ * place lifts it.
  */
 export async function cutOverLiveMigration(options: CutOverOptions): Promise<CutOverReport> {
   const { from, to } = options;
@@ -362,11 +254,25 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
       migratedAt: new Date(clock.now()),
     });
 
+  /** Keeps plain target workers off the target until the migration is complete (idempotent). */
+  const guardTarget = async (): Promise<void> => {
+    if ((await readLiveMigrationState(from, to)).targetGuarded) return;
+    await to.ensureSchema();
+    await to.setMigrationMarker({
+      migratedTo: pendingMarkerText(options.sourceName ?? from.description),
+      migratedAt: new Date(clock.now()),
+    });
+  };
+
+  const movedThisRun = new Set<string>();
+  const takenSeals = new Map<string, TakenSeal>();
   const movePasses = async (which: 'moving' | 'sweeping'): Promise<void> => {
     const maxPasses = options.maxPasses ?? 20;
     for (let pass = 1; ; pass++) {
       throwIfAborted(signal);
-      const pending = (await from.listLeases()).filter((row) => !isSealedLease(row));
+      const pending = (await from.listLeases()).filter(
+        (row) => !isSealedLease(row) && !takenSeals.has(row.leaseKey),
+      );
       if (pending.length === 0) return;
       if (pass > maxPasses) {
         throw new LiveMigrationRefusedError('the cut-over', [
@@ -378,14 +284,29 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
       }
       counts.passes += 1;
       stage(which, `pass ${pass}: ${pending.length} leases to move`);
+      const migratingWorkers = await migratingWorkerIds(from, to);
       let done = 0;
       await mapConcurrently(
         pending,
         options.concurrency ?? 16,
         async (row) => {
-          const outcome = await moveLease(from, to, row.leaseKey, { clock, ...(signal ? { signal } : {}) });
-          if (outcome === 'moved') counts.moved += 1;
-          else if (outcome === 'already-moved') counts.alreadyMoved += 1;
+          const outcome = await moveLease(from, to, row.leaseKey, {
+            clock,
+            migratingWorkers,
+            movedBefore: movedThisRun.has(row.leaseKey),
+            onTakenSeal: (taken) => {
+              takenSeals.set(taken.leaseKey, taken);
+              stage(
+                'taken-seal',
+                `lease ${JSON.stringify(taken.leaseKey)} was moved, and its sealed source row was taken since by ${JSON.stringify(taken.sourceOwner)} (source counter ${taken.sourceCounter}, target counter ${taken.targetCounter}: ${taken.reason}); its target row is kept. Stop that worker: it does not run the migrating store and processes the shard from stale state`,
+              );
+            },
+            ...(signal ? { signal } : {}),
+          });
+          if (outcome === 'moved') {
+            counts.moved += 1;
+            movedThisRun.add(row.leaseKey);
+          } else if (outcome === 'already-moved') counts.alreadyMoved += 1;
           done += 1;
           options.onProgress?.({ stage: which, done, total: pending.length });
         },
@@ -408,15 +329,14 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
         'nothing was changed; fix the above and run `kcl-migrate cutover` again (--force skips this check)',
       ]);
     }
-    if (!(await readLiveMigrationState(from, to)).targetGuarded) {
-      await to.ensureSchema();
-      await to.setMigrationMarker({
-        migratedTo: pendingMarkerText(options.sourceName ?? from.description),
-        migratedAt: new Date(clock.now()),
-      });
-    }
+    await guardTarget();
     await setSourcePhase('cutover');
     stage('cutover-marked', 'the source marker now says cutover');
+    await settle('for every worker to read the cutover phase');
+  } else if (startedIn === 'cutover') {
+    // An earlier run may have died right after marking the phase, before any worker read it: wait
+    // again, so no worker still in the mirroring phase repairs a copy while it is being moved.
+    await guardTarget();
     await settle('for every worker to read the cutover phase');
   }
   if (startedIn === 'mirroring' || startedIn === 'cutover') {
@@ -432,15 +352,17 @@ export async function cutOverLiveMigration(options: CutOverOptions): Promise<Cut
     await setSourcePhase('target');
     stage('target-marked', 'every lease lives in the target; new leases are created there');
   }
+  if (startedIn === 'target') await guardTarget();
   if (startedIn !== 'complete') {
     await settle('for every worker to read the target phase');
     await movePasses('sweeping');
     await setSourcePhase('complete');
-    // Only now may plain target workers start: no worker creates leases in the source any more.
-    await to.setMigrationMarker(null);
   }
+  // Only now may plain target workers start: no worker creates leases in the source any more. Also
+  // when an earlier run died between marking the migration complete and this step.
+  if ((await readLiveMigrationState(from, to)).targetGuarded) await to.setMigrationMarker(null);
   stage('complete', 'every lease lives in the target; the source is no longer used');
-  return { startedIn, ...counts, preflight };
+  return { startedIn, ...counts, preflight, takenSeals: [...takenSeals.values()] };
 }
 
 // ── status and abort ─────────────────────────────────────────────────────────────────────────────
@@ -467,6 +389,11 @@ export interface LiveMigrationStatus extends LiveMigrationState {
   readonly copiesMissing: number;
   /** Target rows, including moved leases. */
   readonly targetLeases: number;
+  /**
+   * From the cut-over on: moved leases whose sealed source row a worker without the migrating store
+   * took since (not counted as unmoved). Their target rows are the leases; those workers must stop.
+   */
+  readonly takenSeals: readonly TakenSeal[];
   readonly workers: readonly LiveWorkerStatus[];
   readonly nextStep: string;
 }
@@ -482,34 +409,33 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
   let copiesInSync = 0;
   let copiesBehind = 0;
   let copiesMissing = 0;
+  const takenSeals: TakenSeal[] = [];
+  // Seals exist only from the cut-over on; before, a copy that differs is simply behind.
+  const sealsExist = state.phase === 'cutover' || state.phase === 'target' || state.phase === 'complete';
+  const migratingWorkers = sealsExist ? await migratingWorkerIds(from, to) : new Set<string>();
   for (const row of source.leases) {
     if (isSealedLease(row)) {
       sealedLeases += 1;
       continue;
     }
-    const copy = copies.get(row.leaseKey);
-    if (copy === undefined) copiesMissing += 1;
-    else if (leasesEqual(copy, leaseFromInit(exactCopyOf(row)))) copiesInSync += 1;
+    const copy = copies.get(row.leaseKey) ?? null;
+    const verdict = judgeTargetRow(row, copy, migratingWorkers);
+    if (sealsExist && verdict.kind === 'taken-seal') {
+      takenSeals.push({
+        leaseKey: row.leaseKey,
+        sourceOwner: row.owner,
+        sourceCounter: row.leaseCounter,
+        targetOwner: copy?.owner ?? null,
+        targetCounter: copy?.leaseCounter ?? -1,
+        reason: verdict.reason,
+      });
+    } else if (verdict.kind === 'missing') copiesMissing += 1;
+    else if (verdict.kind === 'exact') copiesInSync += 1;
     else copiesBehind += 1;
   }
-  const workers = new Map<string, LiveWorkerStatus>();
-  for (const [registry, store] of [
-    ['source', from],
-    ['target', to],
-  ] as const) {
-    for (const worker of await listWorkersIfPresent(store)) {
-      const known = workers.get(worker.workerId);
-      workers.set(worker.workerId, {
-        workerId: worker.workerId,
-        registries: [...(known?.registries ?? []), registry],
-        migrating: (known?.migrating ?? false) || isMigratingWorker(worker),
-        phase: known?.phase ?? worker.metadata[MIGRATING_WORKER_METADATA.phase] ?? null,
-        heartbeat: known?.heartbeat ?? worker.heartbeat,
-        lastHeartbeatAt: known?.lastHeartbeatAt ?? worker.lastHeartbeatAt,
-      });
-    }
-  }
-  const unmovedLeases = source.leases.length - sealedLeases;
+  const workers = await workerStatuses(state, from, to);
+  const unmovedLeases = source.leases.length - sealedLeases - takenSeals.length;
+  const step = nextStep(state, unmovedLeases, copiesBehind + copiesMissing);
   return {
     ...state,
     sourceTag: state.sourceMarker === null ? null : markerTag(state.sourceMarker.migratedTo),
@@ -520,25 +446,79 @@ export async function liveMigrationStatus(options: LiveMigrationOptions): Promis
     copiesBehind,
     copiesMissing,
     targetLeases: target.leases.length,
-    workers: [...workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId)),
-    nextStep: nextStep(state, unmovedLeases),
+    takenSeals,
+    workers,
+    nextStep:
+      takenSeals.length === 0
+        ? step
+        : `${takenSeals.length} moved leases (${takenSeals
+            .slice(0, 5)
+            .map((taken) => taken.leaseKey)
+            .join(', ')}) were taken in the source by ${[
+            ...new Set(takenSeals.map((taken) => JSON.stringify(taken.sourceOwner))),
+          ].join(
+            ', ',
+          )}, which do not run the migrating store: stop those workers (they process those shards from stale checkpoints); the target rows are kept. Then: ${step}`,
   };
 }
 
-function nextStep(state: LiveMigrationState, unmoved: number): string {
+/**
+ * The workers as the registry they write shows them. Migrating workers heartbeat in both registries
+ * while the migration runs, but the secondary one only as a courtesy (it may lag or miss beats); from
+ * `complete` on they write the target's only, and the source's entries are left behind, stale.
+ */
+async function workerStatuses(
+  state: LiveMigrationState,
+  from: LeaseStore,
+  to: LeaseStore,
+): Promise<LiveWorkerStatus[]> {
+  const registries: Array<readonly ['source' | 'target', LeaseStore]> =
+    state.phase === 'complete'
+      ? [['target', to]]
+      : state.phase === 'target'
+        ? [
+            ['target', to],
+            ['source', from],
+          ]
+        : [
+            ['source', from],
+            ['target', to],
+          ];
+  const workers = new Map<string, LiveWorkerStatus>();
+  for (const [registry, store] of registries) {
+    for (const worker of await listWorkersIfPresent(store)) {
+      const known = workers.get(worker.workerId);
+      // The first registry read is the one the workers write: its entry wins.
+      workers.set(worker.workerId, {
+        workerId: worker.workerId,
+        registries: [...(known?.registries ?? []), registry].sort(),
+        migrating: known?.migrating ?? isMigratingWorker(worker),
+        phase: known === undefined ? (worker.metadata[MIGRATING_WORKER_METADATA.phase] ?? null) : known.phase,
+        heartbeat: known?.heartbeat ?? worker.heartbeat,
+        lastHeartbeatAt: known?.lastHeartbeatAt ?? worker.lastHeartbeatAt,
+      });
+    }
+  }
+  return [...workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
+}
+
+function nextStep(state: LiveMigrationState, unmoved: number, outOfSync: number): string {
   switch (state.phase) {
     case 'foreign':
       return 'the source was migrated to another store; nothing to do here';
     case 'mirroring':
-      return state.targetGuarded
-        ? 'deploy createMigratingLeaseStore to every worker, then run `kcl-migrate cutover`'
-        : 'run `kcl-migrate --live` to guard and backfill the target';
+      if (!state.targetGuarded) return 'run `kcl-migrate --live` to guard and backfill the target';
+      return outOfSync > 0
+        ? `${outOfSync} target copies are behind or missing: make sure every worker runs createMigratingLeaseStore (its writes repair the copies of the leases it holds), run \`kcl-migrate --live\` again for the rest, then check \`kcl-migrate status\` again`
+        : 'every target copy is in sync: once every worker shows the migrating store, run `kcl-migrate cutover`';
     case 'cutover':
       return `the cut-over was interrupted with ${unmoved} leases still to move; run \`kcl-migrate cutover\` again`;
     case 'target':
       return 'the cut-over is finishing (plain target workers must wait for complete); run `kcl-migrate cutover` again to complete it';
     case 'complete':
-      return 'complete: redeploy the workers with the plain target store at your pace; the source is no longer used';
+      return state.targetGuarded
+        ? 'the cut-over stopped after marking the migration complete but before lifting the target’s guard (plain target workers stop on it); run `kcl-migrate cutover` again to finish'
+        : 'complete: redeploy the workers with the plain target store at your pace; the source is no longer used';
   }
 }
 
@@ -551,7 +531,9 @@ export async function abortLiveMigration(options: LiveMigrationOptions): Promise
   const state = await readLiveMigrationState(options.from, options.to);
   if (state.phase !== 'mirroring') {
     throw new LiveMigrationRefusedError('aborting the live migration', [
-      `the migration is in phase ${state.phase}: leases have been moved, so the source is no longer authoritative; finish it with \`kcl-migrate cutover\` (and migrate back if needed)`,
+      state.phase === 'foreign'
+        ? `the source is marked as migrated to ${state.sourceMarker?.migratedTo}, not to this target; there is no live migration to abort`
+        : `the migration is in phase ${state.phase}: leases have been moved, so the source is no longer authoritative; run \`kcl-migrate cutover\` again to finish it (and migrate back if needed)`,
     ]);
   }
   if (state.targetGuarded) await options.to.setMigrationMarker(null);

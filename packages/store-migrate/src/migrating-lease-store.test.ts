@@ -3,7 +3,6 @@ import { ConfigurationError, ExtendedSequenceNumber, leasesEqual } from '@kcl/co
 import type { MemoryLeaseStore } from '@kcl/testkit';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { moveLease } from './live-migration.js';
 import { createMigratingLeaseStore } from './migrating-lease-store.js';
 import type { LiveMigrationPhase } from './migration-phase.js';
 import {
@@ -12,8 +11,10 @@ import {
   PLACEHOLDER_COUNTER,
   pendingMarkerText,
   phaseMarkerText,
+  REPAIR_OWNER,
   SEAL_OWNER,
 } from './migration-phase.js';
+import { moveLease } from './move-lease.js';
 
 const esn = (value: string) => ExtendedSequenceNumber.of(value);
 
@@ -69,14 +70,14 @@ describe('createMigratingLeaseStore: mirroring', () => {
     expect(leasesEqual(source, released)).toBe(true);
     expect(leasesEqual(await stored(to, 'shard-1'), source)).toBe(true);
     expect(source).toMatchObject({ owner: null, leaseCounter: 5, childShardIds: ['shard-2', 'shard-3'] });
-    expect(store.mirrorStatistics()).toEqual({ mirrored: 7, lagging: 0, failed: 0 });
+    expect(store.mirrorStatistics()).toEqual({ mirrored: 7, repaired: 0, lagging: 0, failed: 0 });
 
     await store.deleteLease('shard-1');
     expect(await from.getLease('shard-1')).toBeNull();
     expect(await to.getLease('shard-1')).toBeNull();
   });
 
-  it('starts a missing target copy from the source state, and counts a copy that is behind', async () => {
+  it('starts a missing target copy from the source state, and repairs a copy that is behind', async () => {
     const { from, to } = stores();
     const lease = ok(
       await from.createLeaseIfAbsent({
@@ -92,9 +93,66 @@ describe('createMigratingLeaseStore: mirroring', () => {
 
     await to.deleteLease('shard-1');
     await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), leaseCounter: 2 });
+    const again = ok(await store.renewLease('shard-1', renewed.leaseCounter));
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 2, lagging: 0 });
+    expect(leasesEqual(await stored(to, 'shard-1'), again)).toBe(true);
+  });
+
+  it('never moves a copy backwards, and leaves a copy under repair to its repairer', async () => {
+    const { from, to } = stores();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    const store = createMigratingLeaseStore({ from, to });
+    // A copy at a later counter than this write produced: a newer write was mirrored meanwhile.
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('9'), owner: 'w', leaseCounter: 5 });
+    ok(await store.renewLease('shard-1', lease.leaseCounter));
+    expect((await stored(to, 'shard-1')).leaseCounter).toBe(5);
+    // A copy another repair holds (its lock) is left alone.
+    await to.deleteLease('shard-1');
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), owner: REPAIR_OWNER });
+    ok(await store.renewLease('shard-1', lease.leaseCounter + 1));
+    expect((await stored(to, 'shard-1')).owner).toBe(REPAIR_OWNER);
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 0, lagging: 2 });
+  });
+
+  it('repairs a copy only on a fresh reading of the mirroring phase', async () => {
+    const { to } = stores();
+    const from = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'billing' }));
+    const clock = new ManualClock();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    const store = createMigratingLeaseStore({ from, to, clock, phaseRefreshMs: 1_000 });
+    expect(await store.refreshPhase()).toBe('mirroring');
+    // The marker cannot be read any more: the store goes on with the phase it last read, but the
+    // cut-over may have begun meanwhile, so it no longer touches copies.
+    from.faults.failNext(10, { operations: ['getMigrationMarker'] });
+    await clock.advance(1_000);
+    const renewed = ok(await store.renewLease('shard-1', lease.leaseCounter));
+    expect(await to.getLease('shard-1')).toBeNull();
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 0, lagging: 1 });
+    from.faults.restore();
+    await clock.advance(1_000);
     ok(await store.renewLease('shard-1', renewed.leaseCounter));
-    expect(store.mirrorStatistics()).toMatchObject({ mirrored: 1, lagging: 1 });
-    expect((await stored(to, 'shard-1')).leaseCounter).toBe(2);
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 1 });
+  });
+
+  it('breaks a repair lock left by a repair that died, once it has been seen unchanged long enough', async () => {
+    const { from, to } = stores();
+    const clock = new ManualClock();
+    const lease = ok(
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('5'), owner: 'w' }),
+    );
+    await to.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1'), owner: REPAIR_OWNER });
+    const store = createMigratingLeaseStore({ from, to, clock, mirrorTimeoutMs: 100 });
+    const first = ok(await store.renewLease('shard-1', lease.leaseCounter));
+    await clock.advance(499);
+    const second = ok(await store.renewLease('shard-1', first.leaseCounter));
+    expect((await stored(to, 'shard-1')).owner).toBe(REPAIR_OWNER);
+    await clock.advance(1);
+    const third = ok(await store.renewLease('shard-1', second.leaseCounter));
+    expect(leasesEqual(await stored(to, 'shard-1'), third)).toBe(true);
   });
 
   it('keeps working when the target fails or hangs: the source decides', async () => {
@@ -109,7 +167,7 @@ describe('createMigratingLeaseStore: mirroring', () => {
     await clock.advance(100);
     const taken = ok(await taking);
     expect(taken.owner).toBe('worker-a');
-    expect(store.mirrorStatistics()).toEqual({ mirrored: 0, lagging: 0, failed: 2 });
+    expect(store.mirrorStatistics()).toEqual({ mirrored: 0, repaired: 0, lagging: 0, failed: 2 });
   });
 });
 

@@ -2,6 +2,7 @@ import type {
   CheckpointUpdate,
   Clock,
   Lease,
+  LeaseBatchWriteResult,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
@@ -12,6 +13,7 @@ import type {
   WorkerRecord,
 } from '@kcl/core';
 import { ConfigurationError, compareLeaseKeys, noopLogger, systemClock } from '@kcl/core';
+import { startDeadline, TIMED_OUT } from './deadline.js';
 import type { LiveMigrationPhase } from './migration-phase.js';
 import {
   isSealedLease,
@@ -21,8 +23,9 @@ import {
   readSourceMarker,
   SEAL_OWNER,
 } from './migration-phase.js';
-import { exactCopyOf } from './plan-lease-copy.js';
 import { readMigrationMarker } from './read-lease-source.js';
+import type { MirrorStatistics } from './target-mirror.js';
+import { createTargetMirror } from './target-mirror.js';
 
 export interface MigratingLeaseStoreOptions {
   /** The store the fleet uses now. Authoritative for every lease until that lease is moved. */
@@ -40,16 +43,6 @@ export interface MigratingLeaseStoreOptions {
   readonly mirrorTimeoutMs?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
-}
-
-/** What mirroring did so far, for logs and tests. */
-export interface MirrorStatistics {
-  /** Writes repeated on the target. */
-  readonly mirrored: number;
-  /** Writes the target did not take (its copy was behind or missing); the cut-over copies those leases again. */
-  readonly lagging: number;
-  /** Writes that failed or timed out on the target. */
-  readonly failed: number;
 }
 
 /** A `LeaseStore` that moves a running fleet from one store to another; see the package README. */
@@ -93,7 +86,6 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
    * for a moved lease must never be sent to the source again.
    */
   const sealed = new Set<string>();
-  const statistics = { mirrored: 0, lagging: 0, failed: 0 };
 
   const readPhase = (): Promise<Phase> => {
     phaseRead ??= (async () => {
@@ -132,77 +124,13 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     }
   };
 
-  /** Runs a write on the target without letting a slow or failing target hold up the fleet. */
-  const mirror = async (
-    operation: string,
-    leaseKey: string,
-    write: () => Promise<LeaseWriteResult | Lease | null | undefined>,
-    createIfMissing: Lease | null,
-  ): Promise<void> => {
-    const stop = new AbortController();
-    try {
-      const outcome = await Promise.race([
-        write(),
-        clock.sleep(mirrorTimeoutMs, stop.signal).then(() => 'timeout' as const),
-      ]);
-      if (outcome === 'timeout') {
-        statistics.failed += 1;
-        logger.debug('mirrored write to the target timed out', { operation, leaseKey });
-        return;
-      }
-      if (outcome === null || outcome === undefined || !('ok' in outcome) || outcome.ok) {
-        statistics.mirrored += 1;
-        return;
-      }
-      if (outcome.reason === 'not-found' && createIfMissing !== null && phase === 'mirroring') {
-        // The target has no copy yet: start it from the source's state (the lazy part of the backfill).
-        const created = await to.createLeaseIfAbsent(exactCopyOf(createIfMissing));
-        if (created.ok) {
-          statistics.mirrored += 1;
-          return;
-        }
-      }
-      statistics.lagging += 1;
-    } catch (error) {
-      statistics.failed += 1;
-      logger.debug('mirrored write to the target failed', { operation, leaseKey, error });
-    } finally {
-      stop.abort();
-    }
-  };
-
-  /** Mirrors a batch of renewals (given as the renewed source leases) in one call to the target. */
-  const mirrorRenewals = async (renewed: readonly Lease[]): Promise<void> => {
-    const stop = new AbortController();
-    try {
-      const outcome = await Promise.race([
-        to.renewLeases(
-          renewed.map((lease) => ({ leaseKey: lease.leaseKey, leaseCounter: lease.leaseCounter - 1 })),
-        ),
-        clock.sleep(mirrorTimeoutMs, stop.signal).then(() => 'timeout' as const),
-      ]);
-      if (outcome === 'timeout') {
-        statistics.failed += renewed.length;
-        return;
-      }
-      await Promise.all(
-        outcome.map(async (result, index) => {
-          const lease = renewed[index] as Lease;
-          if (result.ok) statistics.mirrored += 1;
-          else if (result.reason === 'not-found' && phase === 'mirroring') {
-            const created = await to.createLeaseIfAbsent(exactCopyOf(lease));
-            if (created.ok) statistics.mirrored += 1;
-            else statistics.lagging += 1;
-          } else statistics.lagging += 1;
-        }),
-      );
-    } catch (error) {
-      statistics.failed += renewed.length;
-      logger.debug('mirrored renewals failed on the target', { error });
-    } finally {
-      stop.abort();
-    }
-  };
+  const mirror = createTargetMirror({
+    to,
+    clock,
+    mirrorTimeoutMs,
+    logger,
+    mayRepair: () => phase === 'mirroring' && clock.monotonicNow() - phaseReadAt < phaseRefreshMs,
+  });
 
   /** True when the source row of `leaseKey` is sealed (its lease lives in the target). */
   const learnSeal = async (leaseKey: string): Promise<boolean> => {
@@ -224,7 +152,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     if (current === 'complete' || sealed.has(leaseKey)) return write(to);
     const result = await write(from);
     if (result.ok) {
-      await mirror(operation, leaseKey, () => write(to), result.lease);
+      await mirror.write(operation, leaseKey, () => write(to), result.lease);
       return result;
     }
     if (await redirected(leaseKey, result.reason, current)) return write(to);
@@ -257,19 +185,37 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
     return { ...worker, metadata: Object.freeze(metadata) };
   };
 
-  /** Runs a registry call on both stores; the primary's outcome is the answer, the other's is best effort. */
+  /**
+   * Runs a call on both stores (registry calls, schema); the primary's outcome is the answer, the
+   * other's is best effort and is waited for only until `mirrorTimeoutMs` after the call began, so a
+   * hung secondary store never holds up heartbeats or the rebalancer's worker listing.
+   */
+  /** A call to the secondary store: its answer within `mirrorTimeoutMs`, else null (logged). */
+  const secondary = async <T>(what: string, work: Promise<T>): Promise<T | null> => {
+    const deadline = startDeadline(clock, mirrorTimeoutMs);
+    try {
+      const outcome = await deadline.race(work);
+      if (outcome !== TIMED_OUT) return outcome;
+      logger.debug('a call to the secondary store timed out', { what });
+      return null;
+    } catch (error) {
+      logger.debug('a call to the secondary store failed', { what, error });
+      return null;
+    } finally {
+      deadline.cancel();
+    }
+  };
+
   const onBoth = async <T>(
     current: Phase,
     run: (store: LeaseStore) => Promise<T>,
   ): Promise<[T, T | null]> => {
     if (current === 'complete') return [await run(to), null];
-    const [onFrom, onTo] = await Promise.allSettled([run(from), run(to)]);
-    const [primary, secondary] = current === 'target' ? [onTo, onFrom] : [onFrom, onTo];
-    if (primary.status === 'rejected') throw primary.reason;
-    if (secondary.status === 'rejected') {
-      logger.debug('registry call on the secondary store failed', { error: secondary.reason });
-    }
-    return [primary.value, secondary.status === 'fulfilled' ? secondary.value : null];
+    const [primaryStore, secondaryStore] = current === 'target' ? [to, from] : [from, to];
+    return Promise.all([
+      run(primaryStore),
+      secondary(`a registry call on ${secondaryStore.description}`, run(secondaryStore)),
+    ]);
   };
 
   const store: MigratingLeaseStore = {
@@ -285,11 +231,10 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
 
     phase: () => phase,
     refreshPhase: () => readPhase(),
-    mirrorStatistics: () => ({ ...statistics }),
+    mirrorStatistics: () => mirror.statistics(),
 
     async ensureSchema() {
-      await to.ensureSchema();
-      if ((await currentPhase(true)) !== 'complete') await from.ensureSchema();
+      await onBoth(await currentPhase(true), (target) => target.ensureSchema());
     },
 
     async createLeaseIfAbsent(init: LeaseInit): Promise<LeaseWriteResult> {
@@ -312,7 +257,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       }
       const result = await from.createLeaseIfAbsent(init);
       if (result.ok && current === 'mirroring') {
-        await mirror('create', init.leaseKey, () => to.createLeaseIfAbsent(init), null);
+        await mirror.write('create', init.leaseKey, () => to.createLeaseIfAbsent(init), result.lease);
       }
       return result;
     },
@@ -362,39 +307,58 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       return conditional('renew', leaseKey, (target) => target.renewLease(leaseKey, leaseCounter));
     },
 
-    async renewLeases(renewals: readonly LeaseRenewal[]) {
+    async renewLeases(renewals: readonly LeaseRenewal[]): Promise<LeaseBatchWriteResult[]> {
       const current = await currentPhase(false);
       if (current === 'complete') return to.renewLeases(renewals);
-      const results = new Array<LeaseWriteResult>(renewals.length);
+      const results = new Array<LeaseBatchWriteResult>(renewals.length);
       const onSource: number[] = [];
       const onTarget: number[] = [];
       renewals.forEach((renewal, index) => {
         (sealed.has(renewal.leaseKey) ? onTarget : onSource).push(index);
       });
       const pick = (indexes: readonly number[]) => indexes.map((index) => renewals[index] as LeaseRenewal);
-      const [sourceResults, targetResults] = await Promise.all([
+      // Each store's batch stands on its own: a rejected call fails only the leases it carried, never
+      // renewals the other store applied (a worker that dropped those would give up live leases).
+      const [sourceBatch, targetBatch] = await Promise.allSettled([
         onSource.length === 0 ? [] : from.renewLeases(pick(onSource)),
         onTarget.length === 0 ? [] : to.renewLeases(pick(onTarget)),
       ]);
+      const outcomeAt = (
+        batch: PromiseSettledResult<LeaseBatchWriteResult[]>,
+        position: number,
+      ): LeaseBatchWriteResult =>
+        batch.status === 'rejected'
+          ? { ok: false, reason: 'failed', error: batch.reason }
+          : (batch.value[position] ?? {
+              ok: false,
+              reason: 'failed',
+              error: new Error(`${COMPONENT}: the store returned no result for this lease`),
+            });
       onTarget.forEach((index, position) => {
-        results[index] = targetResults[position] as LeaseWriteResult;
+        results[index] = outcomeAt(targetBatch, position);
       });
       const renewed: Lease[] = [];
       await Promise.all(
         onSource.map(async (index, position) => {
           const renewal = renewals[index] as LeaseRenewal;
-          const result = sourceResults[position] as LeaseWriteResult;
+          const result = outcomeAt(sourceBatch, position);
           if (result.ok) {
             renewed.push(result.lease);
             results[index] = result;
-          } else if (await redirected(renewal.leaseKey, result.reason, current)) {
-            results[index] = await to.renewLease(renewal.leaseKey, renewal.leaseCounter);
-          } else {
+          } else if (result.reason === 'failed') {
             results[index] = result;
+          } else {
+            try {
+              results[index] = (await redirected(renewal.leaseKey, result.reason, current))
+                ? await to.renewLease(renewal.leaseKey, renewal.leaseCounter)
+                : result;
+            } catch (error) {
+              results[index] = { ok: false, reason: 'failed', error };
+            }
           }
         }),
       );
-      if (renewed.length > 0) await mirrorRenewals(renewed);
+      if (renewed.length > 0) await mirror.renewals(renewed);
       return results;
     },
 
@@ -422,7 +386,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
         sealed.add(leaseKey);
         return to.updateLeaseMeta(leaseKey, update);
       }
-      await mirror('meta', leaseKey, () => to.updateLeaseMeta(leaseKey, update), null);
+      await mirror.write('meta', leaseKey, () => to.updateLeaseMeta(leaseKey, update), row);
       return row;
     },
 
@@ -440,7 +404,7 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
         return;
       }
       if (row !== null) await from.deleteLease(leaseKey);
-      await mirror(
+      await mirror.write(
         'delete',
         leaseKey,
         async () => {
@@ -476,7 +440,12 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       // Once complete, the source is never read again (it may be gone).
       if (phase !== 'complete') await readPhase();
       if (foreignMarker !== null) return foreignMarker;
-      const marker = await to.getMigrationMarker();
+      // While the source is authoritative the target's marker is our own guard (or, were the target
+      // migrated onward meanwhile, news that can wait): a hung target must not stall the caller.
+      const marker =
+        phase === 'mirroring' || phase === 'cutover'
+          ? await secondary('reading the target marker', to.getMigrationMarker())
+          : await to.getMigrationMarker();
       // The target's guard marker keeps plain workers off it until the cut-over; it is not for us.
       return marker !== null && markerTag(marker.migratedTo) !== null ? null : marker;
     },

@@ -29,6 +29,14 @@ export const LIVE_MIGRATION_PHASES: readonly LiveMigrationPhase[] = [
 export const SEAL_OWNER = 'kcl-migrate:moved-to-target';
 
 /**
+ * The owner a target copy briefly gets while mirroring or `kcl-migrate --live` replaces it with the
+ * source's newer state. Taking the copy with this owner, conditional on the counter just read, makes
+ * the replacement conditional: a concurrent repair or mirrored write makes it give way instead of being
+ * overwritten. Only ever on a copy (the target row of a lease that has not been moved).
+ */
+export const REPAIR_OWNER = 'kcl-migrate:repairing-copy';
+
+/**
  * The counter of a source placeholder written when a lease is created during the `target` phase. No
  * worker ever holds such a counter.
  */

@@ -52,8 +52,8 @@ export class FleetHarness {
     },
   ) {}
 
-  /** Starts a worker process and waits until its consumer runs. */
-  async spawn(workerId: string): Promise<void> {
+  /** Starts a worker process (on the fleet's store, or `store`) and waits until its consumer runs. */
+  async spawn(workerId: string, store: StoreConfig = this.options.store): Promise<void> {
     const outputFile = join(this.options.dir, `${workerId}.jsonl`);
     if (!this.#outputs.has(outputFile)) this.#outputs.set(outputFile, { offset: 0, partial: '', lines: [] });
     const config: WorkerProcessConfig = {
@@ -61,7 +61,7 @@ export class FleetHarness {
       applicationName: this.options.applicationName,
       streamName: this.options.streamName,
       kinesisEndpoint: this.options.kinesisEndpoint,
-      store: this.options.store,
+      store,
       outputFile,
       timing: this.options.timing ?? FLEET_TIMING,
     };

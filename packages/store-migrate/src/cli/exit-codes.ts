@@ -8,7 +8,10 @@ export const EXIT_CODES = Object.freeze({
   usage: 2,
   /** Refused for safety: the source is in use, markers disagree, rows cannot be read, not confirmed. */
   refused: 3,
-  /** The two sides differ (a verification, or target leases that moved on since an earlier copy). */
+  /**
+   * The two sides differ (a verification, or target leases that moved on since an earlier copy), or a
+   * cut-over completed but found moved leases taken in the source by workers without the migrating store.
+   */
   differences: 4,
   /** Interrupted: running the same command again finishes the job. */
   interrupted: 130,
@@ -23,5 +26,6 @@ export const EXIT_CODE_HELP = `Exit codes:
   3    refused for safety: the source is in use, a marker says it was migrated elsewhere
        or a live migration is running, lease rows cannot be read, or the copy was not confirmed
   4    differences: --verify found some, or target leases moved on since an earlier copy
-       (--force overwrites them with the source's state)
+       (--force overwrites them with the source's state), or a cut-over completed but found
+       moved leases taken in the source by workers without the migrating store
   130  interrupted (Ctrl-C): run the same command again to finish`;

@@ -1,3 +1,4 @@
+import type { TakenSeal } from '../index.js';
 import {
   abortLiveMigration,
   cutOverLiveMigration,
@@ -53,15 +54,18 @@ export async function runLiveStart(context: CommandContext): Promise<ExitCode> {
       ['already in sync', formatCount(report.inSync)],
       [
         'changing while copied',
-        `${formatCount(report.changing)} (mirroring and the cut-over bring them over)`,
+        `${formatCount(report.changing)} (mirroring brings them over; \`kcl-migrate status\` shows any copy still behind)`,
       ],
+      ['deleted since listed', `${formatCount(report.gone)} (not copied)`],
     ])}
 
 The target is guarded: a worker started on the plain target store stops until the cut-over.
 Next:
   1. Deploy every worker with createMigratingLeaseStore({ from: <source store>, to: <target store> })
      (a rolling restart is fine; the source stays authoritative, writes are mirrored).
-  2. Check with \`kcl-migrate status\` that every worker runs the migrating store.
+  2. Check with \`kcl-migrate status\` that every worker runs the migrating store and that every
+     copy is in sync (a worker's writes repair the copies of its leases; run \`kcl-migrate --live\`
+     again, at any moment, for leases nobody writes).
   3. Run \`kcl-migrate cutover\`.`,
   );
   return EXIT_CODES.ok;
@@ -106,6 +110,7 @@ export async function runStatus(context: CommandContext): Promise<ExitCode> {
       )}`,
     );
   }
+  if (status.takenSeals.length > 0) say(context, `\n${takenSealsWarning(status.takenSeals)}`);
   say(context, `\nNext: ${status.nextStep}`);
   return EXIT_CODES.ok;
 }
@@ -115,7 +120,7 @@ export async function runCutover(context: CommandContext): Promise<ExitCode> {
   const to = targetOf(context);
   const raw = context.raw;
   const state = await readLiveMigrationState(context.from.store, to.store);
-  if (state.phase === 'complete') {
+  if (state.phase === 'complete' && !state.targetGuarded) {
     const message = 'the cut-over is already complete: every lease lives in the target';
     if (context.json)
       context.io.stdout.write(
@@ -165,9 +170,10 @@ export async function runCutover(context: CommandContext): Promise<ExitCode> {
         removedStaleCopies: report.removedStaleCopies,
         passes: report.passes,
         migratingWorkers: report.preflight?.migratingWorkers ?? null,
+        takenSeals: report.takenSeals,
       })}\n`,
     );
-    return EXIT_CODES.ok;
+    return report.takenSeals.length > 0 ? EXIT_CODES.differences : EXIT_CODES.ok;
   }
   say(
     context,
@@ -183,7 +189,25 @@ Every lease now lives in ${to.name}.
 Redeploy the workers with the plain target store at your pace (migrating workers keep working meanwhile).
 Workers still on the plain source store stop with ApplicationMigratedError.`,
   );
-  return EXIT_CODES.ok;
+  if (report.takenSeals.length === 0) return EXIT_CODES.ok;
+  warn(context, takenSealsWarning(report.takenSeals));
+  return EXIT_CODES.differences;
+}
+
+function takenSealsWarning(takenSeals: readonly TakenSeal[]): string {
+  return `Moved leases taken in the source by workers that do not run the migrating store (a Java KCL or plain kcl
+worker took the sealed row as if it had expired). The target rows are the leases and were kept; stop
+those workers, they process these shards from stale checkpoints:
+${formatTable(
+  ['LEASE', 'SOURCE OWNER', 'SOURCE COUNTER', 'TARGET OWNER', 'TARGET COUNTER'],
+  takenSeals.map((taken) => [
+    taken.leaseKey,
+    taken.sourceOwner ?? '(none)',
+    String(taken.sourceCounter),
+    taken.targetOwner ?? '(none)',
+    String(taken.targetCounter),
+  ]),
+)}`;
 }
 
 /** `abort`: abandons a live migration that has not been cut over. */

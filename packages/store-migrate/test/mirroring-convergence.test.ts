@@ -1,0 +1,193 @@
+import type { Lease, LeaseStore } from '@kcl/core';
+import { ExtendedSequenceNumber, leasesEqual } from '@kcl/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  createMigratingLeaseStore,
+  cutOverLiveMigration,
+  exactCopyOf,
+  liveMigrationStatus,
+  startLiveMigration,
+} from '../src/index.js';
+import { openStorePairs } from './support/store-pairs.js';
+
+// Mirroring must bring every target copy in sync and keep it there: a copy that is behind the source
+// (its mirror was lost, or a plain worker wrote the source) is repaired from the source, a copy is
+// never moved backwards, and `kcl-migrate --live` may run again at any moment.
+
+const pairs = await openStorePairs();
+afterAll(() => pairs.close());
+
+const esn = (value: string) => ExtendedSequenceNumber.of(value);
+
+function ok(result: { ok: boolean; lease?: Lease; reason?: string }): Lease {
+  if (!result.ok || result.lease === undefined) throw new Error(`the write lost: ${result.reason}`);
+  return result.lease;
+}
+
+async function expectExactCopy(from: LeaseStore, to: LeaseStore, leaseKey: string): Promise<Lease> {
+  const source = (await from.getLease(leaseKey)) as Lease;
+  const copy = await to.getLease(leaseKey);
+  expect(copy, `${leaseKey} has no target copy`).not.toBeNull();
+  expect(
+    leasesEqual(copy as Lease, { ...source, ...exactCopyOf(source) } as Lease),
+    `${leaseKey}: target ${JSON.stringify(copy)} is not the source ${JSON.stringify(source)}`,
+  ).toBe(true);
+  return source;
+}
+
+/** The store with a `listLeases` that reads now and answers when `release` is called (a slow scan). */
+function slowListing(store: LeaseStore) {
+  let read = false;
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const wrapped: LeaseStore = new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'listLeases') {
+        return async () => {
+          const rows = await target.listLeases();
+          read = true;
+          await gate;
+          return rows;
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, hasRead: () => read, release: () => release() };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 2_000 && !condition(); turn++) await new Promise((r) => setTimeout(r, 5));
+  if (!condition()) throw new Error('condition never held');
+}
+
+describe.each(pairs.kinds)('mirroring converges ($name)', (kind) => {
+  it.skipIf(kind.skip !== null)(
+    'a --live run that read the source before mirroring moved a copy ahead never puts the older copy back',
+    async () => {
+      const { from, to, newFrom, newTo } = await kind.open('rerun');
+      await from.createLeaseIfAbsent({
+        leaseKey: 'shard-1',
+        checkpoint: esn('5'),
+        owner: 'worker-1',
+        leaseCounter: 20,
+      });
+      await startLiveMigration({ from, to });
+      const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo() });
+      const at21 = ok(await worker.renewLease('shard-1', 20));
+      await expectExactCopy(from, to, 'shard-1');
+
+      // `kcl-migrate --live` again: it reads the source (counter 21) …
+      const listing = slowListing(from);
+      const rerun = startLiveMigration({ from: listing.store, to });
+      await until(listing.hasRead);
+      // … mirroring moves the lease and its copy to 22 meanwhile …
+      const at22 = ok(await worker.renewLease('shard-1', at21.leaseCounter));
+      listing.release();
+      await rerun;
+
+      // … and the copy stays at 22: never backwards.
+      expect((await to.getLease('shard-1'))?.leaseCounter).toBe(at22.leaseCounter);
+      await expectExactCopy(from, to, 'shard-1');
+      const before = worker.mirrorStatistics();
+      ok(await worker.updateCheckpoint('shard-1', at22.leaseCounter, { checkpoint: esn('9') }));
+      expect(worker.mirrorStatistics().mirrored).toBe(before.mirrored + 1);
+      expect(worker.mirrorStatistics().lagging).toBe(0);
+      await expectExactCopy(from, to, 'shard-1');
+    },
+  );
+
+  it.skipIf(kind.skip !== null)(
+    'started in the runbook’s order (plain workers, --live, rolling restart), every copy gets in sync',
+    async () => {
+      const { from, to, newFrom, newTo } = await kind.open('runbook-order');
+      // Plain workers run on the source.
+      const plain = newFrom();
+      const held = new Map<string, number>();
+      let free = 0;
+      for (const leaseKey of ['shard-1', 'shard-2', 'shard-3', 'shard-4']) {
+        const created = ok(await plain.createLeaseIfAbsent({ leaseKey, checkpoint: esn('1') }));
+        if (leaseKey === 'shard-4') free = created.leaseCounter;
+        else
+          held.set(
+            leaseKey,
+            ok(await plain.takeLease(leaseKey, created.leaseCounter, 'worker-1')).leaseCounter,
+          );
+      }
+      // `kcl-migrate --live` copies every lease …
+      expect(await startLiveMigration({ from, to })).toMatchObject({ created: 4 });
+      // … and the plain workers keep writing, so the copies fall behind.
+      for (const [leaseKey, counter] of held) {
+        const renewed = ok(await plain.renewLease(leaseKey, counter));
+        held.set(
+          leaseKey,
+          ok(await plain.updateCheckpoint(leaseKey, renewed.leaseCounter, { checkpoint: esn('50') }))
+            .leaseCounter,
+        );
+      }
+      ok(await plain.takeLease('shard-4', free, 'worker-2'));
+      const behind = await liveMigrationStatus({ from, to });
+      expect(behind).toMatchObject({ copiesInSync: 0, copiesBehind: 4, copiesMissing: 0 });
+      expect(behind.nextStep).toContain('kcl-migrate --live');
+
+      // The rolling restart: worker-1 comes back on the migrating store and carries on with its leases.
+      const migrating = createMigratingLeaseStore({ from: newFrom(), to: newTo() });
+      const renewals = [...held].map(([leaseKey, leaseCounter]) => ({ leaseKey, leaseCounter }));
+      const renewed = await migrating.renewLeases(renewals.slice(0, 2));
+      for (const result of renewed) ok(result as { ok: boolean; lease?: Lease });
+      ok(await migrating.renewLease('shard-3', held.get('shard-3') as number));
+      for (const leaseKey of ['shard-1', 'shard-2', 'shard-3']) await expectExactCopy(from, to, leaseKey);
+      expect(migrating.mirrorStatistics()).toMatchObject({ repaired: 3, lagging: 0 });
+
+      // A lease nobody writes stays behind until `--live` runs again, and status says so.
+      const status = await liveMigrationStatus({ from, to });
+      expect(status).toMatchObject({ copiesInSync: 3, copiesBehind: 1 });
+      expect(status.nextStep).toContain('kcl-migrate --live');
+      expect(await startLiveMigration({ from, to })).toMatchObject({ replaced: 1, inSync: 3 });
+      await expectExactCopy(from, to, 'shard-4');
+      const synced = await liveMigrationStatus({ from, to });
+      expect(synced).toMatchObject({ copiesInSync: 4, copiesBehind: 0, copiesMissing: 0 });
+      expect(synced.nextStep).toContain('kcl-migrate cutover');
+
+      // From now on every mirrored write is taken as it is.
+      const next = ok(
+        await migrating.renewLease('shard-3', (await from.getLease('shard-3'))?.leaseCounter as number),
+      );
+      expect((await to.getLease('shard-3'))?.leaseCounter).toBe(next.leaseCounter);
+    },
+  );
+
+  it.skipIf(kind.skip !== null)(
+    'after complete, status shows the workers as the target’s registry has them',
+    async () => {
+      const { from, to, newFrom, newTo } = await kind.open('status-complete');
+      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('1') });
+      const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo(), phaseRefreshMs: 1 });
+      await worker.heartbeatWorker('worker-1');
+      await worker.heartbeatWorker('worker-1');
+      await startLiveMigration({ from, to });
+      await cutOverLiveMigration({ from, to, watchMs: 1, phaseRefreshMs: 1, settleMarginMs: 0 });
+      expect(await worker.refreshPhase()).toBe('complete');
+      // Complete: the worker heartbeats in the target only; the source's registry keeps its old entry.
+      let record = await worker.heartbeatWorker('worker-1');
+      record = await worker.heartbeatWorker('worker-1');
+      const inTarget = (await to.listWorkers()).find((entry) => entry.workerId === 'worker-1');
+      expect(inTarget?.heartbeat).toBe(record.heartbeat);
+
+      const status = await liveMigrationStatus({ from, to });
+      expect(status.phase).toBe('complete');
+      expect(status.workers).toEqual([
+        expect.objectContaining({
+          workerId: 'worker-1',
+          registries: ['target'],
+          migrating: true,
+          phase: 'complete',
+          heartbeat: inTarget?.heartbeat,
+        }),
+      ]);
+    },
+  );
+});
