@@ -116,4 +116,24 @@ describe('ShardCheckpointer', () => {
     await expect(checkpointer.checkpoint()).rejects.toThrow(LeaseLostError);
     expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
   });
+
+  it('after a delivery cut short, a checkpoint without arguments names the last completed batch, not the cut one', async () => {
+    const { checkpointer, store } = await setup();
+    checkpointer.beginDelivery(esn('100'));
+    checkpointer.endDelivery(true);
+    checkpointer.beginDelivery(esn('200'));
+    // Inside processRecords, "everything delivered" is this batch.
+    expect(checkpointer.delivered.toString()).toBe('200');
+    checkpointer.endDelivery(false);
+    // The worker stopped (or processRecords threw) in the middle of it: shutdownRequested's checkpoint
+    // must not cover records the processor may never have handled.
+    await checkpointer.checkpoint();
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('100');
+    // Explicit positions inside the cut batch stay allowed: the processor knows what it handled.
+    await checkpointer.checkpoint('150');
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('150');
+    // And a checkpoint without arguments never goes backwards from there.
+    await checkpointer.checkpoint();
+    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('150');
+  });
 });

@@ -177,4 +177,92 @@ describe('LeaseKeeper', () => {
     await expect(keeper.renewAll()).resolves.toEqual({ renewed: 0, lost: 0, failed: 0 });
     expect(lost).toEqual(['a:expired']);
   });
+
+  it('declares a lease lost the moment it is found expired, so a renewal that returns late cannot revive it', async () => {
+    const clock = new ManualClock({ monotonic: 0 });
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'late' }), { clock });
+    const { keeper, take, lost } = await setup({ store: faulty, expiry: 10_000, clock });
+    const held = keeper.adopt(await take('a'), 0);
+    await clock.advance(5_000);
+    faulty.faults.setLatency((operation) => (operation === 'renewLeases' ? 7_000 : 0));
+    const renewing = keeper.renewAll();
+    // The shard consumer checks its lease after the expiry, while the renewal is still on its way.
+    await clock.advance(5_001);
+    expect(held.isHeld()).toBe(false);
+    expect(lost).toEqual(['a:expired']);
+    await clock.advance(2_000);
+    await renewing;
+    // The renewal applied (sent at 5 000, it would have kept the lease until 15 000), but the lease was
+    // given up: it stays given up, and it is handed back so that another worker need not wait.
+    expect(held.isHeld()).toBe(false);
+    expect(keeper.held()).toEqual([]);
+    await clock.advance(1);
+    expect((await faulty.getLease('a'))?.owner).toBeNull();
+  });
+
+  it('declares leases lost at their expiry while a renewal hangs (the expiry watch)', async () => {
+    const clock = new ManualClock({ monotonic: 0 });
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'hung' }), { clock });
+    const { keeper, take, lost } = await setup({ store: faulty, expiry: 10_000, clock });
+    const held = keeper.adopt(await take('a'), 0);
+    const stop = new AbortController();
+    const watching = keeper.watchExpiry(stop.signal);
+    faulty.faults.hangNext(1, Number.POSITIVE_INFINITY, ['renewLeases']);
+    void keeper.renewAll().catch(() => undefined);
+    await clock.advance(10_000);
+    expect(lost).toEqual([]);
+    await clock.advance(2);
+    // Nobody asked: the watch declared it lost on time.
+    expect(lost).toEqual(['a:expired']);
+    expect(held.signal.aborted).toBe(true);
+    stop.abort();
+    await watching;
+  });
+
+  it('after a renewal whose reply was lost, writes a checkpoint again on the stored counter instead of claiming it', async () => {
+    const clock = new ManualClock({ monotonic: 0 });
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'lost-reply' }), {
+      clock,
+    });
+    const { keeper, take, lost } = await setup({ store: faulty, expiry: 10_000, clock });
+    const held = keeper.adopt(await take('a'), 0);
+    // The renewal applies (the counter moves) but its reply is lost.
+    faulty.faults.loseResponseNext(1, ['renewLeases']);
+    await expect(keeper.renewAll()).rejects.toThrow(/lost response/);
+    expect(held.lease.leaseCounter).toBe(1);
+    expect((await faulty.getLease('a'))?.leaseCounter).toBe(2);
+    const written = await keeper.write(
+      held,
+      'checkpoint',
+      (lease) =>
+        faulty.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+          checkpoint: ExtendedSequenceNumber.of('42'),
+        }),
+      (stored) => stored.owner === 'me' && stored.checkpoint.equals(ExtendedSequenceNumber.of('42')),
+    );
+    expect(written?.ok).toBe(true);
+    // Written for real — not reported as written on the strength of the renewal's counter.
+    expect((await faulty.getLease('a'))?.checkpoint.toString()).toBe('42');
+    expect(held.lease.leaseCounter).toBe(3);
+    expect(lost).toEqual([]);
+    expect(held.isHeld()).toBe(true);
+  });
+
+  it('keeps a lease whose own renewal failed in a batch, and counts it as failed, not lost', async () => {
+    const store = createMemoryLeaseStore({ applicationName: 'partial' });
+    const partial: LeaseStore = {
+      ...store,
+      renewLeases: async (renewals) => {
+        const results = await store.renewLeases(renewals.slice(1));
+        return [{ ok: false, reason: 'failed', error: new Error('throttled') }, ...results];
+      },
+    };
+    const { clock, keeper, take, lost } = await setup({ store: partial });
+    const a = keeper.adopt(await take('a'), clock.monotonicNow());
+    const b = keeper.adopt(await take('b'), clock.monotonicNow());
+    expect(await keeper.renewAll()).toEqual({ renewed: 1, lost: 0, failed: 1 });
+    expect(a.isHeld()).toBe(true);
+    expect(b.lease.leaseCounter).toBe(2);
+    expect(lost).toEqual([]);
+  });
 });

@@ -4,6 +4,8 @@ export type { FleetSimulationOptions, FleetSimulationResult } from './fleet-simu
 export { runFleetSimulation, SIMULATION_TIMINGS } from './fleet-simulation.js';
 export type { Violation } from './ledger.js';
 export { Ledger } from './ledger.js';
+export type { ScenarioOptions, ScenarioWorker } from './scenario.js';
+export { Scenario } from './scenario.js';
 export type { KinesisCaller, KinesisFaults } from './simulated-kinesis.js';
 export { NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
 export { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';

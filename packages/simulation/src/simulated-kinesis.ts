@@ -120,6 +120,13 @@ export class SimulatedKinesis {
     if (this.#random() < faults.transient) {
       throw new SimulatedServiceError('InternalFailureException', 'simulated internal failure', 500);
     }
+    if (this.stream.deleted) {
+      throw new SimulatedServiceError(
+        'ResourceNotFoundException',
+        `Stream ${this.stream.name} not found`,
+        400,
+      );
+    }
     if (command instanceof ListShardsCommand) return this.#listShards(command.input);
     if (command instanceof GetShardIteratorCommand) return this.#getShardIterator(command.input);
     if (command instanceof GetRecordsCommand) {

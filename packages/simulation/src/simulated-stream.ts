@@ -34,6 +34,7 @@ export class SimulatedStream {
   readonly #shards = new Map<string, SimulatedShard>();
   readonly #now: () => number;
   #nextShard = 0;
+  #deleted = false;
   #nextSequence = FIRST_SEQUENCE_NUMBER;
 
   constructor(name: string, shardCount: number, now: () => number) {
@@ -45,6 +46,15 @@ export class SimulatedStream {
       const end = index === shardCount - 1 ? MAX_HASH_KEY : start + width - 1n;
       this.#open(start, end, null, null);
     }
+  }
+
+  /** True once the stream was deleted: every call about it then fails with ResourceNotFound. */
+  get deleted(): boolean {
+    return this.#deleted;
+  }
+
+  delete(): void {
+    this.#deleted = true;
   }
 
   /** Every shard, open and closed, in creation order. */

@@ -133,9 +133,9 @@ function harness(options: PipelineOptions) {
       );
     },
     shutdownRequested: () => Promise.resolve(processor.shutdownRequested(base)),
-    shardEnded: () => {
+    shardEnded: (signal?: AbortSignal) => {
       checkpointer.atShardEnd = true;
-      return Promise.resolve(processor.shardEnded(base));
+      return Promise.resolve(processor.shardEnded(signal === undefined ? base : { ...base, signal }));
     },
   };
 }
@@ -759,5 +759,56 @@ describe('pipeline lifecycle', () => {
     expect(processor.stopped).toBe(true);
     await gates.open(1, 2, 3);
     expect(started).toEqual([0, 1]);
+  });
+
+  it('gives up waiting at the shard end when its signal aborts (a stop), so a poison message cannot hold a stop', async () => {
+    const { deliver, checkpointer, shardEnded, shutdownRequested } = harness({
+      handleMessage: (message) => {
+        if (indexOf(message) === 1) throw new Error('poison');
+      },
+      retry: { initialMs: 10, maxMs: 10 },
+      drainTimeoutMs: 50,
+    });
+    await deliver(makeRecords(3));
+    const stop = new AbortController();
+    const ended = track(shardEnded(stop.signal));
+    await settle();
+    expect(ended.done).toBe(false);
+    stop.abort();
+    await expect(ended.promise).rejects.toThrow(/stopped before it drained/);
+    // Nothing at or past the poison message is checkpointed, SHARD_END least of all.
+    expect(checkpointer.written).not.toContain('SHARD_END');
+    const stopping = track(shutdownRequested());
+    await settle();
+    expect(stopping.done).toBe(false);
+  });
+});
+
+describe('pipeline key order on partial failures', () => {
+  it('retries the later messages of a key together with its failed one, never acknowledging them first', async () => {
+    const attempts: string[][] = [];
+    let failFirst = true;
+    const { clock, deliver, checkpointer, shutdownRequested } = harness({
+      partitionBy: (message) => message.record.partitionKey,
+      batchers: { batchSize: 4, batchTimeoutMs: 1_000 },
+      retry: { initialMs: 10, maxMs: 10 },
+      checkpoint: { intervalMs: 100_000, everyMessages: 1 },
+      handleBatch: (messages) => {
+        attempts.push(messages.map((message) => `${message.record.partitionKey}${indexOf(message)}`));
+        for (const message of messages) {
+          if (failFirst && indexOf(message) === 0) message.fail(new Error('one bad row'));
+        }
+        failFirst = false;
+      },
+    });
+    // a0 (fails), b1, a2, b3: a2 must be tried again after a0, not acknowledged while a0 waits.
+    await deliver(makeRecords(4, (index) => (index % 2 === 0 ? 'a' : 'b')));
+    await clock.advance(50);
+    expect(attempts).toEqual([
+      ['a0', 'b1', 'a2', 'b3'],
+      ['a0', 'a2'],
+    ]);
+    await shutdownRequested();
+    expect(checkpointer.lastCheckpoint.toString()).toBe(sequenceOf(3));
   });
 });

@@ -1,0 +1,149 @@
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
+import { type Consumer, type ConsumerOptions, createConsumer } from '@kcl/consumer';
+import type { KclEvent, Lease, LeaseStore } from '@kcl/core';
+import {
+  createFaultyLeaseStore,
+  createMemoryLeaseStore,
+  type FaultController,
+  type FaultyLeaseStore,
+  MemoryLeaseTable,
+  seededRandom,
+} from '@kcl/testkit';
+import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
+import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import { SimulatedStream } from './simulated-stream.js';
+import { type FreezableClock, SimulationClock } from './simulation-clock.js';
+
+export interface ScenarioOptions {
+  readonly shards?: number;
+  readonly seed?: number;
+  readonly applicationName?: string;
+}
+
+/** One worker of a scenario, with its own clock (a crash freezes it), store faults and Kinesis faults. */
+export interface ScenarioWorker {
+  readonly workerId: string;
+  readonly consumer: Consumer;
+  readonly clock: FreezableClock;
+  readonly storeFaults: FaultController;
+  readonly kinesis: KinesisCaller;
+  readonly events: KclEvent[];
+  /** Kills the worker: no cleanup, its calls never answer, its timers never fire. */
+  crash(): void;
+}
+
+/**
+ * A hand-written schedule on the simulation's parts: simulated time, a simulated Kinesis and the memory
+ * lease store behind fault layers, with real workers (`createConsumer`). For deterministic reproductions
+ * of one meeting of mechanisms, where the fleet simulation draws schedules at random.
+ */
+export class Scenario {
+  readonly clock = new SimulationClock();
+  readonly stream: SimulatedStream;
+  readonly kinesis: SimulatedKinesis;
+  readonly table = new MemoryLeaseTable();
+  readonly applicationName: string;
+  /** The store every worker reaches (through its own fault layer): faults here hit them all. */
+  readonly store: FaultyLeaseStore;
+  /** Every stored lease change, in order. */
+  readonly changes: Array<{ readonly at: number; readonly before?: Lease; readonly after?: Lease }> = [];
+  readonly #seed: number;
+  #workers = 0;
+
+  constructor(options: ScenarioOptions = {}) {
+    this.#seed = options.seed ?? 1;
+    this.applicationName = options.applicationName ?? 'scenario';
+    this.stream = new SimulatedStream('scenario-stream', options.shards ?? 1, () => this.clock.now());
+    this.kinesis = new SimulatedKinesis(this.stream, this.clock, seededRandom(this.#seed));
+    observeLeaseTable(this.table, this.applicationName, (before, after) =>
+      this.changes.push({
+        at: this.clock.monotonicNow(),
+        ...(before === undefined ? {} : { before }),
+        ...(after === undefined ? {} : { after }),
+      }),
+    );
+    const memory = createMemoryLeaseStore({
+      applicationName: this.applicationName,
+      table: this.table,
+      now: () => this.clock.now(),
+      yieldBeforeEachCall: () => Promise.resolve(),
+    });
+    this.store = createFaultyLeaseStore(memory, { clock: this.clock });
+  }
+
+  /** Starts a worker (not awaited: time only moves in `run`). */
+  worker(
+    workerId: string,
+    options: Omit<ConsumerOptions, 'streamName' | 'applicationName' | 'kinesis' | 'leaseStore' | 'workerId'> &
+      Partial<Pick<ConsumerOptions, 'leaseStore'>>,
+  ): ScenarioWorker {
+    const clock = this.clock.processClock();
+    const kinesis: KinesisCaller = { clock, faults: NO_KINESIS_FAULTS };
+    const faulty = createFaultyLeaseStore(this.store, { clock });
+    const events: KclEvent[] = [];
+    const leaseStore: LeaseStore = options.leaseStore ?? processLeaseStore(faulty, clock);
+    const consumer = createConsumer({
+      initialPosition: 'TRIM_HORIZON',
+      clock,
+      random: seededRandom(this.#seed * 31 + this.#workers++),
+      ...options,
+      streamName: this.stream.name,
+      applicationName: this.applicationName,
+      workerId,
+      kinesis: this.kinesis.client(kinesis) as KinesisClient,
+      leaseStore,
+      onEvent: (event) => {
+        events.push(event);
+        options.onEvent?.(event);
+      },
+    });
+    void consumer.start().catch(() => undefined);
+    return {
+      workerId,
+      consumer,
+      clock,
+      storeFaults: faulty.faults,
+      kinesis,
+      events,
+      crash: () => clock.freeze(),
+    };
+  }
+
+  /** Appends records `key#1 … key#count` (or the given payloads) to the stream. */
+  put(key: string, count: number): void {
+    for (let index = 1; index <= count; index++) {
+      this.stream.put(key, new TextEncoder().encode(`${key}#${index}`));
+    }
+  }
+
+  /** Lets `ms` of simulated time pass. */
+  async run(ms: number): Promise<void> {
+    await this.clock.runUntil(this.clock.monotonicNow() + ms);
+  }
+
+  /** Runs until `condition` holds (checked every `stepMs`), at most `limitMs`; returns whether it held. */
+  async runUntil(condition: () => boolean, limitMs: number, stepMs = 100): Promise<boolean> {
+    const until = this.clock.monotonicNow() + limitMs;
+    while (this.clock.monotonicNow() < until) {
+      if (condition()) return true;
+      await this.run(stepMs);
+    }
+    return condition();
+  }
+
+  /** The stored lease, read without faults. */
+  lease(leaseKey: string): Lease | undefined {
+    return this.table.application(this.applicationName).leases.get(leaseKey);
+  }
+
+  /** Runs `work` (a stop, say) on simulated time and says how long it took, or null if it did not end within `limitMs`. */
+  async timed(work: Promise<unknown>, limitMs: number): Promise<number | null> {
+    const started = this.clock.monotonicNow();
+    let ended: number | null = null;
+    void work.finally(() => {
+      ended = this.clock.monotonicNow();
+    });
+    await this.runUntil(() => ended !== null, limitMs, 10);
+    return ended === null ? null : (ended as number) - started;
+  }
+}
