@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { runFleetSimulation } from '../fleet-simulation.js';
-import { PROCESSOR_KINDS, type ProcessorKind } from '../simulated-processors.js';
+import type { ProcessorKind } from '../simulated-processors.js';
+
+// The AWS SDK warns about Node 20 once per process; the simulation sends nothing to AWS.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const { runFleetSimulation } = await import('../fleet-simulation.js');
+const { PROCESSOR_KINDS } = await import('../simulated-processors.js');
 
 const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--story] [--quiet]
 
@@ -84,7 +88,8 @@ for (let seed = from; seed <= to; seed++) {
     process.stdout.write(
       `  produced ${stats.produced}, duplicates ${stats.duplicates}, workers ${stats.workers}, crashes ${stats.crashes}, graceful stops ${stats.gracefulStops}, splits ${stats.splits}, merges ${stats.merges}, ${stats.steps} steps over ${stats.simulatedMs} simulated ms\n`,
     );
-    if (!ok) process.stdout.write(`  re-run alone: npx kcl-sim --seed ${seed}\n`);
+    if (!ok)
+      process.stdout.write(`  re-run alone: npx pnpm@10.34.9 --filter @kcl/simulation sim --seed ${seed}\n`);
   }
   if (!single && (seed - from + 1) % 100 === 0) {
     const seconds = ((performance.now() - started) / 1_000).toFixed(0);

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { runFleetSimulation } from '../src/fleet-simulation.js';
+
+describe('the fleet simulation', () => {
+  it('is deterministic: a seed gives the same story every time', async () => {
+    const first = await runFleetSimulation({ seed: 42 });
+    const second = await runFleetSimulation({ seed: 42 });
+    expect(second.story).toEqual(first.story);
+    expect(second.stats).toEqual(first.stats);
+    expect(first.story.length).toBeGreaterThan(20);
+  });
+
+  it('covers every kind of event over the CI seeds it samples', async () => {
+    const totals = { crashes: 0, gracefulStops: 0, splits: 0, merges: 0, produced: 0 };
+    for (let seed = 1; seed <= 20; seed++) {
+      const { stats } = await runFleetSimulation({ seed });
+      totals.crashes += stats.crashes;
+      totals.gracefulStops += stats.gracefulStops;
+      totals.splits += stats.splits;
+      totals.merges += stats.merges;
+      totals.produced += stats.produced;
+    }
+    expect(totals.crashes).toBeGreaterThan(0);
+    expect(totals.gracefulStops).toBeGreaterThan(0);
+    expect(totals.splits).toBeGreaterThan(0);
+    expect(totals.merges).toBeGreaterThan(0);
+    expect(totals.produced).toBeGreaterThan(20 * 300);
+  });
+});

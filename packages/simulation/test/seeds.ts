@@ -1,0 +1,30 @@
+import { expect } from 'vitest';
+import { runFleetSimulation } from '../src/fleet-simulation.js';
+
+/** The seeds CI runs (`KCL_SIM_SEEDS=from-to` overrides the range of every part). */
+export const CI_SEEDS = { from: 1, to: 500 } as const;
+
+/** Runs the seeds of part `part` of `parts` and fails with the story of each failing seed. */
+export async function runSeedRange(part: number, parts: number): Promise<void> {
+  const [from, to] = (process.env.KCL_SIM_SEEDS ?? `${CI_SEEDS.from}-${CI_SEEDS.to}`)
+    .split('-')
+    .map(Number) as [number, number];
+  const size = Math.ceil((to - from + 1) / parts);
+  const first = from + part * size;
+  const last = Math.min(to, first + size - 1);
+  const failures: string[] = [];
+  for (let seed = first; seed <= last; seed++) {
+    const result = await runFleetSimulation({ seed });
+    if (result.violations.length === 0) continue;
+    failures.push(
+      [
+        `seed ${seed} (${result.processor}) — re-run alone: npx pnpm@10.34.9 --filter @kcl/simulation sim --seed ${seed}`,
+        ...result.story,
+        ...result.violations.map(
+          (violation) => `  ✗ ${violation.invariant} at ${violation.at} ms: ${violation.message}`,
+        ),
+      ].join('\n'),
+    );
+  }
+  expect(failures, failures.join('\n\n')).toEqual([]);
+}
