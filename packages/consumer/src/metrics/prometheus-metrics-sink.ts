@@ -118,6 +118,12 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     help: 'Leases this worker holds (Java CurrentLeases)',
     labels: ['worker_id'],
   },
+  'LeaseCleanup/GarbageLeasesDeleted': {
+    type: 'counter',
+    name: 'garbage_leases_deleted_total',
+    help: 'Leases of shards that no longer exist (a deleted stream, say), deleted by the cleanup',
+    labels: [],
+  },
   'RenewAllLeases/LostLeases': {
     type: 'counter',
     name: 'lost_leases_total',
