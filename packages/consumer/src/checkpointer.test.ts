@@ -1,6 +1,6 @@
 import type { KclEvent } from '@kcl/core';
 import { ExtendedSequenceNumber, InvalidCheckpointError, LeaseLostError, noopLogger } from '@kcl/core';
-import { createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
+import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
 import { ShardCheckpointer } from './checkpointer.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -135,5 +135,37 @@ describe('ShardCheckpointer', () => {
     // And a checkpoint without arguments never goes backwards from there.
     await checkpointer.checkpoint();
     expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('150');
+  });
+
+  it('never writes a checkpoint backwards after a checkpoint whose answer was lost had applied', async () => {
+    const clock = new ManualClock();
+    const memory = createMemoryLeaseStore({ applicationName: 'lost-answer' });
+    const store = createFaultyLeaseStore(memory, { clock });
+    const keeper = new LeaseKeeper({
+      store,
+      workerId: 'me',
+      leaseExpiryMs: 10_000,
+      clock,
+      logger: noopLogger,
+      emit: () => {},
+      onLost: () => {},
+    });
+    await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    const taken = await store.takeLease('shard-1', 0, 'me');
+    if (!taken.ok) throw new Error('take');
+    const held = keeper.adopt(taken.lease, clock.monotonicNow());
+    const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'me', emit: () => {} });
+    checkpointer.allowUpTo(esn('1000'));
+    // Checkpoint 900 applies, but its answer is lost: the processor hears an error.
+    store.faults.loseResponseNext(1, ['updateCheckpoint']);
+    await expect(checkpointer.checkpoint('900')).rejects.toThrow(/lost response/);
+    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    // A later, lower checkpoint (a replacement child that was sent less, say) must not move it back.
+    await checkpointer.checkpoint('700');
+    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    await checkpointer.checkpoint('800');
+    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    await checkpointer.checkpoint('1000');
+    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('1000');
   });
 });

@@ -1,4 +1,4 @@
-import type { KclEvent, LeaseStore } from '@kcl/core';
+import type { KclEvent, Lease, LeaseStore } from '@kcl/core';
 import { ExtendedSequenceNumber, InvalidCheckpointError, KclError, LeaseLostError } from '@kcl/core';
 import type { HeldLease, LeaseKeeper } from './lease-keeper.js';
 import { Mutex } from './mutex.js';
@@ -92,6 +92,16 @@ export class ShardCheckpointer implements Checkpointer {
     return this.#mutex.run(async () => {
       const target = this.#resolve(sequenceNumber, subSequenceNumber);
       if (target.equals(this.#lastCheckpoint)) return;
+      // The store may be past it already: an earlier write whose answer was lost applied after all.
+      const stored = this.#options.held.lease;
+      if (
+        stored.pendingCheckpoint === null &&
+        !stored.checkpoint.isBefore(target) &&
+        this.#options.held.isHeld()
+      ) {
+        this.#lastCheckpoint = target;
+        return;
+      }
       await this.#write(target, null);
       this.#lastCheckpoint = target;
     });
@@ -162,17 +172,24 @@ export class ShardCheckpointer implements Checkpointer {
     pendingCheckpoint: ExtendedSequenceNumber | null,
   ): Promise<void> {
     const { held, keeper, store, workerId, emit } = this.#options;
+    const samePending = (stored: Lease): boolean =>
+      pendingCheckpoint === null
+        ? stored.pendingCheckpoint === null
+        : stored.pendingCheckpoint?.equals(pendingCheckpoint) === true;
     const result = await keeper.write(
       held,
       'checkpoint',
       (lease) =>
         store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, { checkpoint, pendingCheckpoint }),
-      (stored) =>
-        stored.owner === workerId &&
-        stored.checkpoint.equals(checkpoint) &&
-        (pendingCheckpoint === null
-          ? stored.pendingCheckpoint === null
-          : stored.pendingCheckpoint?.equals(pendingCheckpoint) === true),
+      {
+        reflects: (stored) =>
+          stored.owner === workerId && stored.checkpoint.equals(checkpoint) && samePending(stored),
+        // An earlier write whose answer was lost may have stored a later checkpoint: never go back.
+        covers: (stored) =>
+          stored.owner === workerId &&
+          !stored.checkpoint.isBefore(checkpoint) &&
+          (pendingCheckpoint === null || samePending(stored)),
+      },
     );
     if (result === null) {
       throw new LeaseLostError(

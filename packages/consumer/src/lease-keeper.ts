@@ -80,13 +80,22 @@ export interface RenewalRound {
 }
 
 /**
- * Decides whether a stored lease shows that a write applied: used when a write lost its race on the
- * counter, to tell "our own earlier attempt applied" from "someone else wrote".
+ * How to read the stored lease when a write lost its race on the counter, to tell "our own earlier
+ * attempt applied" from "someone else wrote".
  */
-type Reflects = (stored: Lease) => boolean;
+export interface WriteJudgement {
+  /** The stored lease shows exactly this write (a retried request of it applied). */
+  readonly reflects?: (stored: Lease) => boolean;
+  /**
+   * The stored lease already holds this write's effect, or more (an earlier unanswered write of ours
+   * got further): nothing to write. Without it, the write is made again on the stored counter.
+   */
+  readonly covers?: (stored: Lease) => boolean;
+}
 
 type MismatchVerdict =
   | { readonly kind: 'applied'; readonly lease: Lease }
+  | { readonly kind: 'covered'; readonly lease: Lease }
   | { readonly kind: 'resynced'; readonly lease: Lease }
   | { readonly kind: 'lost'; readonly reason: LeaseLossReason };
 
@@ -192,18 +201,18 @@ export class LeaseKeeper {
     held: HeldLease,
     operation: string,
     write: (lease: Lease) => Promise<LeaseWriteResult>,
-    reflects: Reflects = (stored) => stored.owner === this.#options.workerId,
+    judgement: WriteJudgement = {},
   ): Promise<LeaseWriteResult | null> {
     const entry = this.#entries.get(held.leaseKey);
     if (entry === undefined || entry !== held) return null;
-    return entry.mutex.run(() => this.#writeLocked(entry, operation, write, reflects));
+    return entry.mutex.run(() => this.#writeLocked(entry, operation, write, judgement));
   }
 
   async #writeLocked(
     entry: Entry,
     operation: string,
     write: (lease: Lease) => Promise<LeaseWriteResult>,
-    reflects: Reflects,
+    judgement: WriteJudgement,
   ): Promise<LeaseWriteResult | null> {
     for (let attempt = 1; ; attempt++) {
       if (!this.isHeld(entry)) return null;
@@ -224,10 +233,16 @@ export class LeaseKeeper {
         this.#refresh(entry, result.lease, sentAt);
         return result;
       }
-      const verdict = await this.#judgeMismatch(entry, sentCounter, result, reflects);
+      const verdict = await this.#judgeMismatch(entry, sentCounter, result, judgement);
       if (entry.state !== 'held') return null;
       if (verdict.kind === 'applied') {
         this.#refresh(entry, verdict.lease, sentAt);
+        return { ok: true, lease: verdict.lease };
+      }
+      if (verdict.kind === 'covered') {
+        // The expiry is not refreshed: when the write that got there was sent is not known.
+        entry.lease = verdict.lease;
+        entry.uncertain = false;
         return { ok: true, lease: verdict.lease };
       }
       if (verdict.kind === 'resynced' && attempt === 1) {
@@ -344,18 +359,13 @@ export class LeaseKeeper {
       this.#refresh(entry, result.lease, sentAt);
       return 'renewed';
     }
-    const verdict = await this.#judgeMismatch(
-      entry,
-      entry.lease.leaseCounter,
-      result,
-      (stored) => stored.owner === this.#options.workerId,
-    );
+    const verdict = await this.#judgeMismatch(entry, entry.lease.leaseCounter, result, this.#renewal);
     if (entry.state !== 'held') return 'lost';
     if (verdict.kind === 'applied') {
       this.#refresh(entry, verdict.lease, sentAt);
       return 'renewed';
     }
-    if (verdict.kind === 'resynced') {
+    if (verdict.kind === 'resynced' || verdict.kind === 'covered') {
       // An earlier unanswered write of ours applied: renew again now, from the stored counter.
       entry.lease = verdict.lease;
       entry.uncertain = false;
@@ -364,7 +374,7 @@ export class LeaseKeeper {
           entry,
           'renew',
           (lease) => this.#options.store.renewLease(lease.leaseKey, lease.leaseCounter),
-          (stored) => stored.owner === this.#options.workerId,
+          this.#renewal,
         );
         if (again?.ok === true) return 'renewed';
         return again === null ? 'skipped' : 'lost';
@@ -376,10 +386,15 @@ export class LeaseKeeper {
     return 'lost';
   }
 
+  /** A renewal: any write of ours reflects it, nothing but a fresh write covers it (its time matters). */
+  readonly #renewal: WriteJudgement = { reflects: (stored) => stored.owner === this.#options.workerId };
+
   /**
    * A write lost its race on the counter. Reads the stored lease to tell why:
    * - `applied`: a retried request of this very write had applied (the stored lease shows the write,
    *   one counter ahead, and no earlier write of this lease went unanswered);
+   * - `covered`: an earlier unanswered write of ours applied and already holds this write's effect
+   *   (a checkpoint at or past this one): nothing to write — never write a checkpoint backwards;
    * - `resynced`: the lease is still this worker's but an earlier unanswered write of ours moved the
    *   counter: adopt the stored copy and write again;
    * - `lost`: another worker took it, or it is gone.
@@ -388,7 +403,7 @@ export class LeaseKeeper {
     entry: Entry,
     sentCounter: number,
     result: Extract<LeaseWriteResult, { ok: false }>,
-    reflects: Reflects,
+    judgement: WriteJudgement,
   ): Promise<MismatchVerdict> {
     if (result.reason !== 'counter-mismatch') {
       return { kind: 'lost', reason: result.reason === 'not-found' ? 'deleted' : 'taken-by-other' };
@@ -401,8 +416,12 @@ export class LeaseKeeper {
       return { kind: 'lost', reason: 'taken-by-other' };
     }
     if (current === null) return { kind: 'lost', reason: 'deleted' };
+    const reflects = judgement.reflects ?? ((stored: Lease) => stored.owner === this.#options.workerId);
     if (!entry.uncertain && current.leaseCounter === sentCounter + 1 && reflects(current)) {
       return { kind: 'applied', lease: current };
+    }
+    if (current.leaseCounter > sentCounter && judgement.covers?.(current) === true) {
+      return { kind: 'covered', lease: current };
     }
     if (current.owner === this.#options.workerId && current.leaseCounter > sentCounter) {
       return { kind: 'resynced', lease: current };
@@ -456,7 +475,7 @@ export class LeaseKeeper {
         entry,
         'release',
         (lease) => this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter),
-        (stored) => stored.owner === null,
+        { reflects: (stored) => stored.owner === null, covers: (stored) => stored.owner === null },
       );
     } catch (error) {
       this.#options.logger.warn('releasing a lease failed; it expires for the others instead', {

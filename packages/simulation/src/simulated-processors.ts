@@ -7,10 +7,13 @@ import type {
   RecordProcessorFactory,
 } from '@kcl/consumer';
 import { createPipelineProcessorFactory } from '@kcl/consumer';
-import type { Clock, RandomSource } from '@kcl/core';
+import type { RandomSource } from '@kcl/core';
 import { noopLogger } from '@kcl/core';
+import { createMultiLangProcessorFactory } from '@kcl/multilang';
 import type { ConsumerWatch, ProcessorInstance } from './consumer-watch.js';
 import type { Ledger } from './ledger.js';
+import { simulatedChildLauncher } from './simulated-multilang-child.js';
+import type { FreezableClock } from './simulation-clock.js';
 
 /**
  * How the simulated record processors behave, one kind per run:
@@ -22,6 +25,8 @@ import type { Ledger } from './ledger.js';
  * - `throw-n`: throws a batch's first attempts (0–2) before it handles it.
  * - `slow`: takes its time over each batch.
  * - `pipeline`: the pipeline API, with failing handlers, retries and skips.
+ * - `multilang`: the MultiLangDaemon's processor, with simulated children that speak the protocol as
+ *   the official samples do and die in the middle of a batch now and then.
  */
 export type ProcessorKind =
   | 'per-batch'
@@ -30,7 +35,8 @@ export type ProcessorKind =
   | 'abort-early'
   | 'throw-n'
   | 'slow'
-  | 'pipeline';
+  | 'pipeline'
+  | 'multilang';
 
 export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'per-batch',
@@ -40,12 +46,13 @@ export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'throw-n',
   'slow',
   'pipeline',
+  'multilang',
 ];
 
 /** What the processors of one simulated worker need. */
 export interface ProcessorContext {
   readonly workerId: string;
-  readonly clock: Clock;
+  readonly clock: FreezableClock;
   readonly random: RandomSource;
   readonly ledger: Ledger;
   readonly watch: ConsumerWatch;
@@ -72,6 +79,7 @@ export interface ProcessorOptions {
 }
 
 export function simulatedProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
+  if (kind === 'multilang') return multilangOptions(context);
   if (kind !== 'pipeline') return recordProcessorOptions(kind, context);
   const instances = new Map<string, ProcessorInstance>();
   const pipelines = createPipelineProcessorFactory(pipelineOptions(context, instances), {
@@ -256,6 +264,58 @@ function pipelineOptions(
         return 'skip';
       }
       return 'retry';
+    },
+  };
+}
+
+function multilangOptions(context: ProcessorContext): ProcessorOptions {
+  const { ledger, watch, clock, random, workerId, alive } = context;
+  const children = createMultiLangProcessorFactory({
+    command: { executable: 'simulated-child', args: [], text: 'simulated-child' },
+    workingDirectory: '.',
+    environment: {},
+    logger: noopLogger,
+    clock,
+    messageTimeoutMs: null,
+    exitTimeoutMs: 500,
+    killTimeoutMs: 500,
+    replayBufferMaxBytes: 64 * 1024 * 1024,
+    launcher: simulatedChildLauncher({
+      clock,
+      random,
+      handle: (sequenceNumber) => {
+        if (alive()) ledger.handled(sequenceNumber, `${workerId} child`);
+      },
+      crashProbability: 0.15,
+    }),
+    signalChild: (child, signal) => {
+      child.kill(signal);
+    },
+  });
+  return {
+    processor: (shardId, processorContext) => {
+      const instance = watch.begin(workerId, processorContext.leaseKey);
+      const inner = children(shardId, processorContext);
+      const end = (): void => watch.end(instance);
+      return {
+        initialize: (input) => inner.initialize?.(input),
+        processRecords(input) {
+          watch.delivering(instance);
+          return inner.processRecords(input);
+        },
+        shutdownRequested: (input) => inner.shutdownRequested?.(input),
+        async shardEnded(input) {
+          await inner.shardEnded?.(input);
+          if (input.checkpointer.lastCheckpoint.isShardEnd) end();
+        },
+        async leaseLost(input) {
+          try {
+            await inner.leaseLost?.(input);
+          } finally {
+            end();
+          }
+        },
+      };
     },
   };
 }
