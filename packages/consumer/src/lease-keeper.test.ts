@@ -238,7 +238,10 @@ describe('LeaseKeeper', () => {
         faulty.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
           checkpoint: ExtendedSequenceNumber.of('42'),
         }),
-      (stored) => stored.owner === 'me' && stored.checkpoint.equals(ExtendedSequenceNumber.of('42')),
+      {
+        reflects: (stored) =>
+          stored.owner === 'me' && stored.checkpoint.equals(ExtendedSequenceNumber.of('42')),
+      },
     );
     expect(written?.ok).toBe(true);
     // Written for real — not reported as written on the strength of the renewal's counter.

@@ -404,10 +404,12 @@ export class ShardConsumer {
             checkpointer,
             signal: this.#haltSignal(),
           });
-          if (this.#halted) return false;
-          completed = true;
           this.#recordsProcessed += records.length;
           this.#report(records, batch, clock.monotonicNow() - started, droppedAggregates);
+          // Returned, but after the stop (or the loss) began: it may have handled only part of the
+          // batch, so this is not a completed delivery.
+          if (this.#halted) return false;
+          completed = true;
           return true;
         } catch (error) {
           // A checkpoint refused because the lease is gone ends delivery: there is nothing to retry.

@@ -135,4 +135,25 @@ describe('planInitialLeases', () => {
     const plan = planInitialLeases([only, only], { initialPosition: 'LATEST' });
     expect(plan.ok && plan.leases).toHaveLength(1);
   });
+
+  it('refuses a listing that caught a split half-way (an open parent beside its children) and asks to list again', () => {
+    // A paginated listing raced a reshard: the parent was listed before it closed, its children after.
+    // LATEST leases on the children would skip what is written to them before they are first read.
+    const raced = [
+      shard('parent', { range: FULL_HASH_KEY_RANGE, start: 100 }),
+      shard('low', { parents: ['parent'], range: slice(0, 2), start: 300 }),
+      shard('high', { parents: ['parent'], range: slice(1, 2), start: 301 }),
+    ];
+    for (const initialPosition of ['LATEST', 'TRIM_HORIZON'] as const) {
+      const plan = planInitialLeases(raced, { initialPosition });
+      expect(plan).toMatchObject({ ok: false, reason: 'open-parent' });
+      expect(!plan.ok && plan.message).toMatch(/parent.*low, high.*list the shards again/);
+    }
+    // Once the parent is listed closed (its ending sequence number known), the listing is consistent.
+    const settled = [
+      shard('parent', { range: FULL_HASH_KEY_RANGE, start: 100, end: 200 }),
+      ...raced.slice(1),
+    ];
+    expect(planInitialLeases(settled, { initialPosition: 'LATEST' }).ok).toBe(true);
+  });
 });

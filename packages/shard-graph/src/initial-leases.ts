@@ -5,7 +5,7 @@ import type { InitialPosition } from './initial-position.js';
 import { initialCheckpointOf } from './initial-position.js';
 import { leaseKeyForShard } from './lease-key.js';
 import type { ShardDescription } from './shard-description.js';
-import { compareShardsByStart, parentShardIdsOf } from './shard-description.js';
+import { compareShardsByStart, isShardClosed, parentShardIdsOf } from './shard-description.js';
 
 export interface InitialLeaseOptions {
   readonly initialPosition: InitialPosition;
@@ -16,14 +16,15 @@ export interface InitialLeaseOptions {
 /**
  * The leases of an application that has none yet.
  * - `ok: true`: create `leases` in the order given (with create-if-absent, so concurrent creators are harmless).
- * - `ok: false`: the listing was empty or left part of the key space uncovered (a reshard raced the
- *   listing); list the shards again and retry (the Java KCL tries three times, a second apart).
+ * - `ok: false`: the listing was empty, left part of the key space uncovered, or showed a parent still
+ *   open beside its children (a reshard raced the listing); list the shards again and retry (the Java
+ *   KCL tries three times, a second apart).
  */
 export type InitialLeasePlan =
   | { readonly ok: true; readonly leases: readonly LeaseInit[]; readonly coverage: HashRangeCoverage }
   | {
       readonly ok: false;
-      readonly reason: 'no-shards' | 'incomplete-hash-range';
+      readonly reason: 'no-shards' | 'incomplete-hash-range' | 'open-parent';
       readonly coverage: HashRangeCoverage;
       readonly message: string;
     };
@@ -62,6 +63,24 @@ export function planInitialLeases(
       message: `@kcl/shard-graph: the ${listed.length} listed shards leave hash key ranges uncovered (${coverage.holes
         .map(formatHashKeyRange)
         .join(', ')}); a reshard probably raced the listing, so list the shards again`,
+    };
+  }
+  // Children exist only once their parent has closed: an open parent listed beside a child means the
+  // listing caught a reshard half-way. Leases from it would start the children at the initial position
+  // (LATEST: the tip) although their parent's end is still to be read — refuse, as the Java KCL does.
+  const open = new Set(listed.filter((shard) => !isShardClosed(shard)).map((shard) => shard.shardId));
+  const racing = listed.filter((shard) => parentShardIdsOf(shard).some((parent) => open.has(parent)));
+  if (racing.length > 0) {
+    const parents = [
+      ...new Set(racing.flatMap((shard) => parentShardIdsOf(shard).filter((id) => open.has(id)))),
+    ];
+    return {
+      ok: false,
+      reason: 'open-parent',
+      coverage,
+      message: `@kcl/shard-graph: the listing shows ${parents.join(', ')} still open beside its children ${racing
+        .map((shard) => shard.shardId)
+        .join(', ')}; a reshard raced the listing, so list the shards again`,
     };
   }
   const checkpoint = initialCheckpointOf(options.initialPosition);

@@ -1,13 +1,8 @@
 import { type Consumer, createConsumer } from '@kcl/consumer';
 import type { KclEvent, Lease, Logger, RandomSource } from '@kcl/core';
 import { ExtendedSequenceNumber } from '@kcl/core';
-import {
-  createFaultyLeaseStore,
-  createMemoryLeaseStore,
-  type FaultController,
-  MemoryLeaseTable,
-  seededRandom,
-} from '@kcl/testkit';
+import { SEAL_OWNER } from '@kcl/store-migrate';
+import { type FaultController, seededRandom } from '@kcl/testkit';
 import { ConsumerWatch } from './consumer-watch.js';
 import { Ledger, type Violation } from './ledger.js';
 import {
@@ -16,7 +11,7 @@ import {
   NO_KINESIS_FAULTS,
   SimulatedKinesis,
 } from './simulated-kinesis.js';
-import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import { SimulatedMigration, type SimulatedStores, simulatedMemoryStores } from './simulated-migration.js';
 import { PROCESSOR_KINDS, type ProcessorKind, simulatedProcessorOptions } from './simulated-processors.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
@@ -31,11 +26,14 @@ export interface FleetSimulationOptions {
   readonly processor?: ProcessorKind;
   /** Adds every handling of this key's records to the story. */
   readonly traceKey?: string;
+  /** One memory store, or a live migration between two; default: chosen by the seed. */
+  readonly stores?: 'memory' | 'migration';
 }
 
 export interface FleetSimulationResult {
   readonly seed: number;
   readonly processor: ProcessorKind;
+  readonly stores: 'memory' | 'migration';
   readonly violations: readonly Violation[];
   /** The schedule and what the fleet did, one line each, in time order. */
   readonly story: readonly string[];
@@ -96,7 +94,7 @@ export async function runFleetSimulation(options: FleetSimulationOptions): Promi
 }
 
 class FleetRun {
-  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey'>>;
+  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey' | 'stores'>>;
   readonly #clock = new SimulationClock();
   readonly #random: RandomSource;
   readonly #processor: ProcessorKind;
@@ -105,8 +103,11 @@ class FleetRun {
   readonly #watch: ConsumerWatch;
   readonly #stream: SimulatedStream;
   readonly #kinesis: SimulatedKinesis;
-  readonly #globalFaults: FaultController;
-  readonly #store;
+  readonly #stores: SimulatedStores;
+  readonly #migration: SimulatedMigration | null;
+  /** Leases moved to the target (their source row sealed), and shards seen at SHARD_END. */
+  readonly #sealed = new Set<string>();
+  readonly #ended = new Set<string>();
   readonly #workers = new Map<string, SimulatedWorker>();
   readonly #pendingStops = new Map<string, number>();
   readonly #maxRecords: number;
@@ -141,25 +142,32 @@ class FleetRun {
     this.#watch = new ConsumerWatch(this.#ledger, now, SIMULATION_TIMINGS.leaseExpiryMs);
     this.#stream = new SimulatedStream(STREAM, 2 + Math.floor(this.#random() * 3), () => this.#clock.now());
     this.#kinesis = new SimulatedKinesis(this.#stream, this.#clock, seededRandom(options.seed ^ 0x5eed));
-    const table = new MemoryLeaseTable();
-    observeLeaseTable(table, APPLICATION, (before, after) => this.#leaseChanged(before, after));
-    const memory = createMemoryLeaseStore({
-      applicationName: APPLICATION,
-      table,
-      now: () => this.#clock.now(),
-      yieldBeforeEachCall: () => Promise.resolve(),
-    });
-    const global = createFaultyLeaseStore(memory, { clock: this.#clock });
-    this.#globalFaults = global.faults;
-    this.#store = global;
+    const useMigration = (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration';
+    const onChange = (table: string, before: Lease | undefined, after: Lease | undefined): void =>
+      this.#leaseChanged(table, before, after);
+    this.#migration = useMigration ? new SimulatedMigration(APPLICATION, this.#clock, onChange) : null;
+    this.#stores = this.#migration ?? simulatedMemoryStores(APPLICATION, this.#clock, onChange);
   }
 
   async execute(): Promise<FleetSimulationResult> {
     const { chaosMs, settleLimitMs } = this.#options;
     this.#tell(
-      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}`,
+      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}`,
     );
     void this.#produce();
+    if (this.#migration !== null) {
+      const liveAt = 2_000 + Math.floor(this.#random() * 8_000);
+      const kills = Math.floor(this.#random() * 4);
+      void this.#migration.operate(
+        {
+          liveAt,
+          liveAgainAt: liveAt + 2_000 + Math.floor(this.#random() * 6_000),
+          cutOverAt: 15_000 + Math.floor(this.#random() * 10_000),
+          killBeforeWrites: Array.from({ length: kills }, () => 1 + Math.floor(this.#random() * 15)),
+        },
+        (line) => this.#tell(line),
+      );
+    }
     const initial = 2 + Math.floor(this.#random() * 2);
     for (let index = 0; index < initial; index++) this.#startWorker();
 
@@ -207,6 +215,9 @@ class FleetRun {
     }
     if (!settled) await this.#reportStall();
 
+    if (this.#migration !== null && !this.#migration.complete) {
+      this.#ledger.violate('stall', 'the live migration’s cut-over never completed');
+    }
     // Everyone stops gracefully; each stop must end within the shutdown timeout.
     for (const worker of this.#running()) this.#stopWorker(worker);
     await this.#clock.runUntil(this.#clock.monotonicNow() + SIMULATION_TIMINGS.shutdownTimeoutMs + 2_000);
@@ -224,6 +235,7 @@ class FleetRun {
     return {
       seed: this.#options.seed,
       processor: this.#processor,
+      stores: this.#stores.kind,
       violations: this.#ledger.violations,
       story: this.#story,
       stats: {
@@ -276,8 +288,9 @@ class FleetRun {
   #storeFault(): void {
     const running = this.#running();
     const worker = running.length > 0 && this.#random() < 0.5 ? this.#pick(running) : null;
-    const faults = worker?.storeFaults ?? this.#globalFaults;
-    const where = worker === null ? 'every worker' : worker.workerId;
+    const global = this.#pick(this.#stores.globalFaults);
+    const faults = worker?.storeFaults ?? global.faults;
+    const where = worker === null ? `every worker (${global.name})` : worker.workerId;
     const durationMs = 500 + Math.floor(this.#random() * 4_000);
     const kind = this.#random();
     if (kind < 0.12) {
@@ -355,7 +368,7 @@ class FleetRun {
   }
 
   #clearFaults(): void {
-    this.#globalFaults.restore().setLatency(0);
+    for (const { faults } of this.#stores.globalFaults) faults.restore().setLatency(0);
     this.#kinesis.faults = NO_KINESIS_FAULTS;
     for (const worker of this.#workers.values()) {
       worker.storeFaults.restore().setLatency(0);
@@ -388,14 +401,18 @@ class FleetRun {
     const workerId = reuseId ?? `W${this.#nextWorker++}`;
     const clock = this.#clock.processClock();
     const kinesis: KinesisCaller = { clock, faults: NO_KINESIS_FAULTS };
-    const faulty = createFaultyLeaseStore(this.#store, { clock });
+    const plainTarget = this.#migration?.complete === true && this.#random() < 0.5;
+    const { store, faults: storeFaults } =
+      this.#migration === null
+        ? this.#stores.workerStore(clock)
+        : this.#migration.workerStore(clock, plainTarget);
     const random = seededRandom((this.#options.seed * 31 + this.#stats.workers * 7919) >>> 0);
     const consumer = createConsumer({
       streamName: STREAM,
       applicationName: APPLICATION,
       workerId,
       kinesis: this.#kinesis.client(kinesis),
-      leaseStore: processLeaseStore(faulty, clock),
+      leaseStore: store,
       initialPosition: 'TRIM_HORIZON',
       maxRecords: this.#maxRecords,
       ...SIMULATION_TIMINGS,
@@ -419,7 +436,7 @@ class FleetRun {
     const worker: SimulatedWorker = {
       workerId,
       clock,
-      storeFaults: faulty.faults,
+      storeFaults,
       kinesis,
       consumer,
       state: 'running',
@@ -428,7 +445,9 @@ class FleetRun {
     if (previous !== undefined) previous.state = 'stopped';
     this.#workers.set(workerId, worker);
     this.#stats.workers += 1;
-    this.#tell(`${workerId} starts${reuseId === undefined ? '' : ' again (same worker id)'}`);
+    this.#tell(
+      `${workerId} starts${reuseId === undefined ? '' : ' again (same worker id)'}${plainTarget ? ' on the target store' : ''}`,
+    );
     consumer.start().catch((error: unknown) => {
       if (worker.state === 'crashed') return;
       worker.state = 'failed';
@@ -471,21 +490,32 @@ class FleetRun {
 
   // ── observation ─────────────────────────────────────────────────────────────────────────────
 
-  #leaseChanged(before: Lease | undefined, after: Lease | undefined): void {
+  #leaseChanged(table: string, before: Lease | undefined, after: Lease | undefined): void {
     if (after === undefined) return;
+    const key = after.leaseKey;
+    if (table === 'source') {
+      if (after.owner === SEAL_OWNER) this.#sealed.add(key);
+    }
     const who = after.owner ?? before?.owner ?? 'nobody';
     if (before !== undefined && after.checkpoint.isBefore(before.checkpoint)) {
       this.#ledger.violate(
         'checkpoint-backwards',
-        `${who} moved the checkpoint of ${after.leaseKey} back from ${before.checkpoint} to ${after.checkpoint}`,
+        `${who} moved the checkpoint of ${key} in ${table} back from ${before.checkpoint} to ${after.checkpoint}`,
       );
     }
-    if (after.checkpoint.isShardEnd && before?.checkpoint.isShardEnd !== true) {
-      this.#ledger.shardEndWritten(after.leaseKey, who);
-      this.#tell(`${after.leaseKey} reaches SHARD_END (written by ${who})`);
+    if (after.checkpoint.isShardEnd && !this.#ended.has(key)) {
+      this.#ended.add(key);
+      this.#ledger.shardEndWritten(key, who);
+      this.#tell(`${key} reaches SHARD_END (written by ${who}${table === 'store' ? '' : ` in ${table}`})`);
     }
-    if (before === undefined || before.owner !== after.owner)
-      this.#watch.ownerChanged(after.leaseKey, after.owner);
+    // Ownership as the fleet sees it: the source row until the lease is moved, the target row after;
+    // the tool's own markers (seals, repair locks) are not owners.
+    const authoritative =
+      table === 'store' || (table === 'source' ? !this.#sealed.has(key) : this.#sealed.has(key));
+    const toolOwner = after.owner?.startsWith('kcl-migrate:') === true;
+    if (authoritative && !toolOwner && (before === undefined || before.owner !== after.owner)) {
+      this.#watch.ownerChanged(key, after.owner);
+    }
   }
 
   #event(event: KclEvent): void {
@@ -535,7 +565,7 @@ class FleetRun {
   }
 
   async #behind(): Promise<string[]> {
-    const leases = new Map((await this.#store.inner.listLeases()).map((lease) => [lease.leaseKey, lease]));
+    const leases = new Map((await this.#stores.leases()).map((lease) => [lease.leaseKey, lease]));
     const behind: string[] = [];
     for (const shard of this.#stream.shards()) {
       const lease = leases.get(shard.shardId);

@@ -62,7 +62,7 @@ export {
 } from './plan-lease-copy.js';
 export type { LeaseSourceSnapshot, UnreadableLeaseRow } from './read-lease-source.js';
 export { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
-export type { CopyRepair } from './repair-target-copy.js';
+export type { CopyRepair, RepairLockWatch, RepairTargetCopyOptions } from './repair-target-copy.js';
 export { repairTargetCopy } from './repair-target-copy.js';
 export type { LiveMigrationStartReport } from './start-live-migration.js';
 export { startLiveMigration } from './start-live-migration.js';

@@ -78,7 +78,7 @@ for (let seed = from; seed <= to; seed++) {
   if (!ok) failed += 1;
   if (!ok || single || values.story) {
     process.stdout.write(
-      `\n── seed ${seed} (${result.processor}): ${ok ? 'ok' : `${result.violations.length} violation(s)`}\n`,
+      `\n── seed ${seed} (${result.processor}, ${result.stores}): ${ok ? 'ok' : `${result.violations.length} violation(s)`}\n`,
     );
     for (const line of result.story) process.stdout.write(`${line}\n`);
     for (const violation of result.violations) {

@@ -1,0 +1,232 @@
+import type { Lease, LeaseStore } from '@kcl/core';
+import {
+  createMigratingLeaseStore,
+  cutOverLiveMigration,
+  readLiveMigrationState,
+  startLiveMigration,
+} from '@kcl/store-migrate';
+import {
+  createFaultyLeaseStore,
+  createMemoryLeaseStore,
+  type FaultController,
+  type FaultyLeaseStore,
+  MemoryLeaseTable,
+} from '@kcl/testkit';
+import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import type { FreezableClock, SimulationClock } from './simulation-clock.js';
+
+/** The lease stores of a simulated fleet: one memory store, or a live migration between two. */
+export interface SimulatedStores {
+  readonly kind: 'memory' | 'migration';
+  /** Fault controllers that hit every worker (the schedule picks from them). */
+  readonly globalFaults: readonly { readonly name: string; readonly faults: FaultController }[];
+  /** The store one worker uses, and the faults for it alone. */
+  workerStore(clock: FreezableClock): { readonly store: LeaseStore; readonly faults: FaultController };
+  /** The leases as they stand where they are authoritative now. */
+  leases(): Promise<Lease[]>;
+}
+
+type OnChange = (table: string, before: Lease | undefined, after: Lease | undefined) => void;
+
+function memoryStore(
+  applicationName: string,
+  clock: SimulationClock,
+  table: MemoryLeaseTable,
+): FaultyLeaseStore {
+  return createFaultyLeaseStore(
+    createMemoryLeaseStore({
+      applicationName,
+      table,
+      now: () => clock.now(),
+      yieldBeforeEachCall: () => Promise.resolve(),
+    }),
+    { clock },
+  );
+}
+
+/** One memory store behind a fault layer for everyone, and one per worker. */
+export function simulatedMemoryStores(
+  applicationName: string,
+  clock: SimulationClock,
+  onChange: OnChange,
+): SimulatedStores {
+  const table = new MemoryLeaseTable();
+  observeLeaseTable(table, applicationName, (before, after) => onChange('store', before, after));
+  const global = memoryStore(applicationName, clock, table);
+  return {
+    kind: 'memory',
+    globalFaults: [{ name: 'the store', faults: global.faults }],
+    workerStore(processClock) {
+      const faulty = createFaultyLeaseStore(global, { clock: processClock });
+      return { store: processLeaseStore(faulty, processClock), faults: faulty.faults };
+    },
+    leases: () => global.inner.listLeases(),
+  };
+}
+
+/** Writes an operator's tool makes; a kill is injected before one of them. */
+const OPERATOR_WRITES = new Set([
+  'createLeaseIfAbsent',
+  'takeLease',
+  'releaseLease',
+  'updateCheckpoint',
+  'updateLeaseMeta',
+  'deleteLease',
+  'setMigrationMarker',
+]);
+
+/** The operator process running `kcl-migrate`: it can be killed before its n-th write. */
+class OperatorStores {
+  readonly from: LeaseStore;
+  readonly to: LeaseStore;
+  #writes = 0;
+  #killAt = Number.POSITIVE_INFINITY;
+
+  constructor(from: LeaseStore, to: LeaseStore) {
+    this.from = this.#guard(from);
+    this.to = this.#guard(to);
+  }
+
+  /** The next run dies just before its `write`-th write (1-based), or never. */
+  killBefore(write: number): void {
+    this.#writes = 0;
+    this.#killAt = write;
+  }
+
+  #guard(store: LeaseStore): LeaseStore {
+    return new Proxy(store, {
+      get: (target, property, receiver) => {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function' || typeof property !== 'string' || !OPERATOR_WRITES.has(property)) {
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return (...args: unknown[]) => {
+          this.#writes += 1;
+          if (this.#writes >= this.#killAt) {
+            this.#killAt = Number.POSITIVE_INFINITY;
+            return Promise.reject(new OperatorKilled());
+          }
+          return (value as (...args: unknown[]) => Promise<unknown>).apply(target, args);
+        };
+      },
+    });
+  }
+}
+
+class OperatorKilled extends Error {
+  constructor() {
+    super('the operator’s process was killed (kill -9)');
+    this.name = 'OperatorKilled';
+  }
+}
+
+export interface LiveMigrationSchedule {
+  /** When `kcl-migrate --live` runs (and, later, runs again). */
+  readonly liveAt: number;
+  readonly liveAgainAt: number;
+  /** When the cut-over starts; each attempt but the last is killed before its n-th write. */
+  readonly cutOverAt: number;
+  readonly killBeforeWrites: readonly number[];
+}
+
+/**
+ * A fleet moving from one store to another without stopping: every worker runs the migrating store
+ * (`createMigratingLeaseStore`), and an operator runs `kcl-migrate --live` (twice) and a cut-over that is
+ * killed at a chosen write and run again until it completes. Workers started once it is complete use
+ * the target store directly, half of them.
+ */
+export class SimulatedMigration implements SimulatedStores {
+  readonly kind = 'migration' as const;
+  readonly globalFaults: readonly { readonly name: string; readonly faults: FaultController }[];
+  readonly #source: FaultyLeaseStore;
+  readonly #target: FaultyLeaseStore;
+  readonly #operator: OperatorStores;
+  readonly #clock: SimulationClock;
+  #complete = false;
+
+  constructor(applicationName: string, clock: SimulationClock, onChange: OnChange) {
+    this.#clock = clock;
+    const sourceTable = new MemoryLeaseTable();
+    const targetTable = new MemoryLeaseTable();
+    observeLeaseTable(sourceTable, applicationName, (before, after) => onChange('source', before, after));
+    observeLeaseTable(targetTable, applicationName, (before, after) => onChange('target', before, after));
+    this.#source = memoryStore(applicationName, clock, sourceTable);
+    this.#target = memoryStore(applicationName, clock, targetTable);
+    this.globalFaults = [
+      { name: 'the source store', faults: this.#source.faults },
+      { name: 'the target store', faults: this.#target.faults },
+    ];
+    const operatorClock = clock.processClock();
+    this.#operator = new OperatorStores(
+      processLeaseStore(createFaultyLeaseStore(this.#source, { clock: operatorClock }), operatorClock),
+      processLeaseStore(createFaultyLeaseStore(this.#target, { clock: operatorClock }), operatorClock),
+    );
+  }
+
+  get complete(): boolean {
+    return this.#complete;
+  }
+
+  workerStore(processClock: FreezableClock, plainTarget = false) {
+    const source = createFaultyLeaseStore(this.#source, { clock: processClock });
+    const target = createFaultyLeaseStore(this.#target, { clock: processClock });
+    if (plainTarget) return { store: processLeaseStore(target, processClock), faults: target.faults };
+    const store = createMigratingLeaseStore({
+      from: processLeaseStore(source, processClock),
+      to: processLeaseStore(target, processClock),
+      phaseRefreshMs: 1_000,
+      mirrorTimeoutMs: 500,
+      clock: processClock,
+    });
+    return { store, faults: source.faults };
+  }
+
+  async leases(): Promise<Lease[]> {
+    const state = await readLiveMigrationState(this.#source.inner, this.#target.inner);
+    return state.phase === 'complete' ? this.#target.inner.listLeases() : this.#source.inner.listLeases();
+  }
+
+  /** Runs the operator's schedule; `tell` narrates. Resolves once the migration is complete (or gives up). */
+  async operate(schedule: LiveMigrationSchedule, tell: (line: string) => void): Promise<void> {
+    const options = { from: this.#operator.from, to: this.#operator.to, clock: this.#clock };
+    await this.#clock.sleep(schedule.liveAt);
+    await this.#live(options, tell);
+    await this.#clock.sleep(Math.max(0, schedule.liveAgainAt - this.#clock.monotonicNow()));
+    await this.#live(options, tell);
+    await this.#clock.sleep(Math.max(0, schedule.cutOverAt - this.#clock.monotonicNow()));
+    for (let attempt = 0; attempt < 10 && !this.#complete; attempt++) {
+      const killBefore = schedule.killBeforeWrites[attempt];
+      this.#operator.killBefore(killBefore ?? Number.POSITIVE_INFINITY);
+      tell(
+        `operator: kcl-migrate cutover${killBefore === undefined ? '' : ` (killed before its write #${killBefore})`}`,
+      );
+      try {
+        const report = await cutOverLiveMigration({
+          ...options,
+          watchMs: 2_000,
+          phaseRefreshMs: 1_000,
+          settleMarginMs: 1_000,
+        });
+        this.#complete = true;
+        tell(`operator: cut-over complete (moved ${report.moved}, already moved ${report.alreadyMoved})`);
+      } catch (error) {
+        tell(
+          `operator: cut-over stopped: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+        );
+        await this.#clock.sleep(1_000);
+      }
+    }
+  }
+
+  async #live(options: { from: LeaseStore; to: LeaseStore }, tell: (line: string) => void): Promise<void> {
+    tell('operator: kcl-migrate --live');
+    try {
+      const report = await startLiveMigration({ ...options, clock: this.#clock });
+      tell(`operator: --live copied ${JSON.stringify(report)}`);
+    } catch (error) {
+      tell(
+        `operator: --live stopped: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+      );
+    }
+  }
+}
