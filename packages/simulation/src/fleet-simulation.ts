@@ -155,10 +155,11 @@ class FleetRun {
       `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}`,
     );
     void this.#produce();
+    let operating: Promise<void> = Promise.resolve();
     if (this.#migration !== null) {
       const liveAt = 2_000 + Math.floor(this.#random() * 8_000);
       const kills = Math.floor(this.#random() * 4);
-      void this.#migration.operate(
+      operating = this.#migration.operate(
         {
           liveAt,
           liveAgainAt: liveAt + 2_000 + Math.floor(this.#random() * 6_000),
@@ -215,8 +216,18 @@ class FleetRun {
     }
     if (!settled) await this.#reportStall();
 
-    if (this.#migration !== null && !this.#migration.complete) {
-      this.#ledger.violate('stall', 'the live migration’s cut-over never completed');
+    if (this.#migration !== null) {
+      // The operator may still be re-running a cut-over it had to kill: give it its time.
+      let operated = false;
+      void operating.then(() => {
+        operated = true;
+      });
+      const operatorBy = this.#clock.monotonicNow() + 60_000;
+      while (!operated && this.#clock.monotonicNow() < operatorBy) {
+        await this.#clock.runUntil(this.#clock.monotonicNow() + 1_000);
+      }
+      if (!this.#migration.complete)
+        this.#ledger.violate('stall', 'the live migration’s cut-over never completed');
     }
     // Everyone stops gracefully; each stop must end within the shutdown timeout.
     for (const worker of this.#running()) this.#stopWorker(worker);
@@ -576,18 +587,26 @@ class FleetRun {
       }
       if (closed) {
         if (!lease.checkpoint.isShardEnd) {
-          behind.push(`${shard.shardId} (closed) is at ${lease.checkpoint}, owner ${lease.owner ?? 'none'}`);
+          behind.push(`${shard.shardId} (closed) is at ${lease.checkpoint}, ${this.#ownerState(lease)}`);
         }
         continue;
       }
       const last = this.#ledger.lastSequenceNumberOf(shard.shardId);
       if (last !== null && !lease.checkpoint.equals(ExtendedSequenceNumber.of(last))) {
         behind.push(
-          `${shard.shardId} (open) is at ${lease.checkpoint}, not at its last record ${last}, owner ${lease.owner ?? 'none'}`,
+          `${shard.shardId} (open) is at ${lease.checkpoint}, not at its last record ${last}, ${this.#ownerState(lease)}`,
         );
       }
     }
     return behind;
+  }
+
+  /** The lease's owner and what its shard consumer there is doing, for a stall report. */
+  #ownerState(lease: Lease): string {
+    if (lease.owner === null) return 'no owner';
+    const worker = this.#workers.get(lease.owner);
+    const consumer = worker?.consumer.status().leases.find((status) => status.leaseKey === lease.leaseKey);
+    return `owner ${lease.owner} (${worker?.state ?? 'unknown'}, its consumer ${consumer === undefined ? 'not running' : consumer.state})`;
   }
 
   async #reportStall(): Promise<void> {

@@ -140,7 +140,6 @@ export class SimulatedMigration implements SimulatedStores {
   readonly globalFaults: readonly { readonly name: string; readonly faults: FaultController }[];
   readonly #source: FaultyLeaseStore;
   readonly #target: FaultyLeaseStore;
-  readonly #operator: OperatorStores;
   readonly #clock: SimulationClock;
   #complete = false;
 
@@ -156,11 +155,50 @@ export class SimulatedMigration implements SimulatedStores {
       { name: 'the source store', faults: this.#source.faults },
       { name: 'the target store', faults: this.#target.faults },
     ];
-    const operatorClock = clock.processClock();
-    this.#operator = new OperatorStores(
-      processLeaseStore(createFaultyLeaseStore(this.#source, { clock: operatorClock }), operatorClock),
-      processLeaseStore(createFaultyLeaseStore(this.#target, { clock: operatorClock }), operatorClock),
+  }
+
+  /** A new operator process (one command run): its own clock, which a kill freezes. */
+  #operatorProcess(): { readonly stores: OperatorStores; readonly clock: FreezableClock } {
+    const clock = this.#clock.processClock();
+    const stores = new OperatorStores(
+      processLeaseStore(createFaultyLeaseStore(this.#source, { clock }), clock),
+      processLeaseStore(createFaultyLeaseStore(this.#target, { clock }), clock),
     );
+    return { stores, clock };
+  }
+
+  /**
+   * Runs one command as its own process. An operator who sees it hang (a store call that never
+   * answers) for `patienceMs` kills it; the outcome is then `killed`.
+   */
+  async #command<T>(
+    run: (stores: OperatorStores, clock: FreezableClock) => Promise<T>,
+    killBefore: number | undefined,
+    patienceMs = 30_000,
+  ): Promise<
+    | { readonly outcome: 'done'; readonly value: T }
+    | { readonly outcome: 'failed' | 'killed'; readonly error: unknown }
+  > {
+    const process = this.#operatorProcess();
+    process.stores.killBefore(killBefore ?? Number.POSITIVE_INFINITY);
+    const patience = new AbortController();
+    const timer = this.#clock.sleep(patienceMs, patience.signal).then(() => 'timeout' as const);
+    try {
+      const result = await Promise.race([
+        run(process.stores, process.clock).then(
+          (value) => ({ outcome: 'done' as const, value }),
+          (error: unknown) => ({ outcome: 'failed' as const, error }),
+        ),
+        timer,
+      ]);
+      if (result === 'timeout') {
+        process.clock.freeze();
+        return { outcome: 'killed', error: new Error(`it hung for ${patienceMs} ms and was killed`) };
+      }
+      return result;
+    } finally {
+      patience.abort();
+    }
   }
 
   get complete(): boolean {
@@ -188,45 +226,57 @@ export class SimulatedMigration implements SimulatedStores {
 
   /** Runs the operator's schedule; `tell` narrates. Resolves once the migration is complete (or gives up). */
   async operate(schedule: LiveMigrationSchedule, tell: (line: string) => void): Promise<void> {
-    const options = { from: this.#operator.from, to: this.#operator.to, clock: this.#clock };
     await this.#clock.sleep(schedule.liveAt);
-    await this.#live(options, tell);
+    await this.#live(tell);
     await this.#clock.sleep(Math.max(0, schedule.liveAgainAt - this.#clock.monotonicNow()));
-    await this.#live(options, tell);
+    await this.#live(tell);
     await this.#clock.sleep(Math.max(0, schedule.cutOverAt - this.#clock.monotonicNow()));
     for (let attempt = 0; attempt < 10 && !this.#complete; attempt++) {
       const killBefore = schedule.killBeforeWrites[attempt];
-      this.#operator.killBefore(killBefore ?? Number.POSITIVE_INFINITY);
       tell(
         `operator: kcl-migrate cutover${killBefore === undefined ? '' : ` (killed before its write #${killBefore})`}`,
       );
-      try {
-        const report = await cutOverLiveMigration({
-          ...options,
-          watchMs: 2_000,
-          phaseRefreshMs: 1_000,
-          settleMarginMs: 1_000,
-        });
+      const result = await this.#command(
+        (stores, clock) =>
+          cutOverLiveMigration({
+            from: stores.from,
+            to: stores.to,
+            clock,
+            watchMs: 2_000,
+            phaseRefreshMs: 1_000,
+            settleMarginMs: 1_000,
+          }),
+        killBefore,
+      );
+      if (result.outcome === 'done') {
         this.#complete = true;
-        tell(`operator: cut-over complete (moved ${report.moved}, already moved ${report.alreadyMoved})`);
-      } catch (error) {
         tell(
-          `operator: cut-over stopped: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+          `operator: cut-over complete (moved ${result.value.moved}, already moved ${result.value.alreadyMoved})`,
         );
+      } else {
+        tell(`operator: cut-over ${result.outcome}: ${describe(result.error)}`);
         await this.#clock.sleep(1_000);
       }
     }
   }
 
-  async #live(options: { from: LeaseStore; to: LeaseStore }, tell: (line: string) => void): Promise<void> {
-    tell('operator: kcl-migrate --live');
-    try {
-      const report = await startLiveMigration({ ...options, clock: this.#clock });
-      tell(`operator: --live copied ${JSON.stringify(report)}`);
-    } catch (error) {
-      tell(
-        `operator: --live stopped: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+  async #live(tell: (line: string) => void): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      tell('operator: kcl-migrate --live');
+      const result = await this.#command(
+        (stores, clock) => startLiveMigration({ from: stores.from, to: stores.to, clock }),
+        undefined,
       );
+      if (result.outcome === 'done') {
+        tell(`operator: --live copied ${JSON.stringify(result.value)}`);
+        return;
+      }
+      tell(`operator: --live ${result.outcome}: ${describe(result.error)}`);
+      if (result.outcome === 'failed') return;
     }
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
 }

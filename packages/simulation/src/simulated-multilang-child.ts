@@ -24,7 +24,8 @@ let nextPid = 100_000;
 
 /**
  * A child process speaking the multilang protocol as the official samples do — handle each record,
- * checkpoint without arguments after each batch, at the shard's end and when asked to shut down — that
+ * checkpoint without arguments after each batch, at the shard's end and when asked to shut down,
+ * retrying a checkpoint that failed for a passing reason — that
  * runs in this process on simulated time, and now and then dies in the middle of a batch.
  */
 class SimulatedChildProcess extends EventEmitter {
@@ -98,11 +99,21 @@ class SimulatedChildProcess extends EventEmitter {
     }
   }
 
-  /** Checkpoints "everything sent so far" and waits for the answer. False once the child is gone. */
+  /**
+   * Checkpoints "everything sent so far" and waits for the answer; like the official samples, tries
+   * again (5 times, a second apart) when the answer is a throttling or dependency error. False once
+   * the child is gone.
+   */
   async #checkpoint(): Promise<boolean> {
-    this.#send({ action: 'checkpoint', sequenceNumber: null });
-    const reply = await this.#next();
-    return reply !== null && !this.#exited;
+    for (let attempt = 1; ; attempt++) {
+      this.#send({ action: 'checkpoint', sequenceNumber: null });
+      const reply = await this.#next();
+      if (reply === null || this.#exited) return false;
+      const { error } = JSON.parse(reply) as { error: string | null };
+      const retryable = error === 'ThrottlingException' || error === 'KinesisClientLibDependencyException';
+      if (!retryable || attempt >= 5) return true;
+      await this.#options.clock.sleep(1_000);
+    }
   }
 
   async #next(): Promise<string | null> {
