@@ -168,4 +168,33 @@ describe('ShardCheckpointer', () => {
     await checkpointer.checkpoint('1000');
     expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('1000');
   });
+
+  it('never writes a prepared checkpoint below one whose answer was lost but which applied', async () => {
+    const clock = new ManualClock();
+    const memory = createMemoryLeaseStore({ applicationName: 'prepare' });
+    const store = createFaultyLeaseStore(memory, { clock });
+    const keeper = new LeaseKeeper({
+      store,
+      workerId: 'me',
+      leaseExpiryMs: 10_000,
+      clock,
+      logger: noopLogger,
+      emit: () => {},
+      onLost: () => {},
+    });
+    await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    const taken = await store.takeLease('shard-1', 0, 'me');
+    if (!taken.ok) throw new Error('take');
+    const held = keeper.adopt(taken.lease, clock.monotonicNow());
+    const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'me', emit: () => {} });
+    checkpointer.allowUpTo(esn('1000'));
+    await checkpointer.checkpoint('100');
+    store.faults.loseResponseNext(1, ['updateCheckpoint']);
+    await expect(checkpointer.checkpoint('900')).rejects.toThrow(/lost response/);
+    await keeper.renewAll();
+    await checkpointer.prepareCheckpoint('950');
+    const stored = await memory.getLease('shard-1');
+    expect(stored?.checkpoint.toString()).toBe('900');
+    expect(stored?.pendingCheckpoint?.toString()).toBe('950');
+  });
 });

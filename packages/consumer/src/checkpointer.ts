@@ -79,6 +79,19 @@ export class ShardCheckpointer implements Checkpointer {
     this.#deliveredBefore = this.#delivered;
   }
 
+  /**
+   * `shardEnded` did not complete (the worker is stopping): a checkpoint without arguments names the
+   * shard's last record again, not SHARD_END — only `shardEnded` finishes a shard.
+   */
+  revokeShardEnd(): void {
+    if (!this.#largestPermitted.isShardEnd || this.#lastCheckpoint.isShardEnd) return;
+    const last = this.#lastRecordAtShardEnd ?? this.#lastCheckpoint;
+    this.#largestPermitted = last;
+    this.#delivered = last;
+    this.#deliveredBefore = last;
+    this.#lastRecordAtShardEnd = null;
+  }
+
   /** The shard has ended: from now on `checkpoint()` means SHARD_END. */
   allowShardEnd(): void {
     if (!this.#largestPermitted.isShardEnd) {
@@ -179,8 +192,13 @@ export class ShardCheckpointer implements Checkpointer {
     const result = await keeper.write(
       held,
       'checkpoint',
+      // Never backwards: the copy the write is based on may show a later checkpoint that an earlier
+      // write, whose answer was lost, stored after all.
       (lease) =>
-        store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, { checkpoint, pendingCheckpoint }),
+        store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+          checkpoint: lease.checkpoint.isAfter(checkpoint) ? lease.checkpoint : checkpoint,
+          pendingCheckpoint,
+        }),
       {
         reflects: (stored) =>
           stored.owner === workerId && stored.checkpoint.equals(checkpoint) && samePending(stored),

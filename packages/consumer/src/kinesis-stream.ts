@@ -9,6 +9,7 @@ import {
   type ShardFilter,
 } from '@aws-sdk/client-kinesis';
 import type { Clock, RandomSource } from '@kcl/core';
+import { linkSignals } from './abort-link.js';
 import { Backoff } from './backoff.js';
 import { withDeadline } from './deadline.js';
 import { classifyKinesisError, KinesisCallTimeoutError } from './kinesis-errors.js';
@@ -74,8 +75,14 @@ export class KinesisStream implements StreamReader {
     return withDeadline(
       this.#clock,
       this.#callTimeoutMs,
-      (deadline) =>
-        send({ abortSignal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]) }),
+      async (deadline) => {
+        const link = linkSignals(signal, deadline);
+        try {
+          return await send({ abortSignal: link.signal });
+        } finally {
+          link.dispose();
+        }
+      },
       () => new KinesisCallTimeoutError(operation, this.#callTimeoutMs),
     );
   }

@@ -8,6 +8,7 @@ import type {
   LeaseWriteResult,
   Logger,
 } from '@kcl/core';
+import { linkSignals } from './abort-link.js';
 import { Mutex } from './mutex.js';
 
 /** A lease this worker holds: one incarnation, from the take to the loss or release. */
@@ -186,7 +187,9 @@ export class LeaseKeeper {
       const wake = new AbortController();
       this.#wake = wake;
       const wait = next === null ? leaseExpiryMs : Math.max(1, next + 1 - clock.monotonicNow());
-      await clock.sleep(wait, AbortSignal.any([signal, wake.signal]));
+      const link = linkSignals(signal, wake.signal);
+      await clock.sleep(wait, link.signal);
+      link.dispose();
     }
   }
 
@@ -226,7 +229,7 @@ export class LeaseKeeper {
         throw error;
       }
       if (entry.state !== 'held') {
-        if (result.ok) this.#handBack(result.lease, operation);
+        if (result.ok) this.#lateWrite(result.lease, operation);
         return null;
       }
       if (result.ok) {
@@ -276,8 +279,19 @@ export class LeaseKeeper {
   async renewAll(): Promise<RenewalRound> {
     this.expireOverdue();
     const { store } = this.#options;
+    const busy = new Map(
+      [...this.#entries.values()]
+        .filter((entry) => entry.state === 'held' && entry.mutex.locked)
+        .map((entry) => [entry, entry.lastWriteSentAt]),
+    );
     const due = [...this.#entries.values()].filter((entry) => entry.state === 'held' && !entry.mutex.locked);
-    if (due.length === 0) return { renewed: 0, lost: 0, failed: 0 };
+    // A lease busy with another write (a checkpoint renews it too) is skipped; if that write has not
+    // renewed it by the end of the round (it failed, or still hangs), it counts as a failed renewal,
+    // so the caller tries again soon rather than a whole interval later.
+    const unrenewedBusy = (): number =>
+      [...busy].filter(([entry, sentAt]) => entry.state === 'held' && entry.lastWriteSentAt === sentAt)
+        .length;
+    if (due.length === 0) return { renewed: 0, lost: 0, failed: unrenewedBusy() };
     let renewed = 0;
     let lost = 0;
     let failed = 0;
@@ -300,7 +314,7 @@ export class LeaseKeeper {
       try {
         const sentAt = this.#options.clock.monotonicNow();
         const live = due.filter((entry) => this.isHeld(entry));
-        if (live.length === 0) return { renewed: 0, lost: 0, failed: 0 };
+        if (live.length === 0) return { renewed: 0, lost: 0, failed: unrenewedBusy() };
         let results: LeaseBatchWriteResult[];
         try {
           results = await store.renewLeases(
@@ -338,7 +352,7 @@ export class LeaseKeeper {
       };
       await Promise.all(Array.from({ length: Math.min(RENEW_CONCURRENCY, queue.length) }, renewNext));
     }
-    return { renewed, lost, failed };
+    return { renewed, lost, failed: failed + unrenewedBusy() };
   }
 
   /** Applies one lease's batched renewal result; the lease's turn is held by the caller. */
@@ -348,7 +362,7 @@ export class LeaseKeeper {
     sentAt: number,
   ): Promise<'renewed' | 'lost' | 'failed' | 'skipped'> {
     if (entry.state !== 'held') {
-      if (result?.ok === true) this.#handBack(result.lease, 'renew');
+      if (result?.ok === true) this.#lateWrite(result.lease, 'renew');
       return 'skipped';
     }
     if (result === undefined || (!result.ok && result.reason === 'failed')) {
@@ -420,10 +434,12 @@ export class LeaseKeeper {
     if (!entry.uncertain && current.leaseCounter === sentCounter + 1 && reflects(current)) {
       return { kind: 'applied', lease: current };
     }
-    if (current.leaseCounter > sentCounter && judgement.covers?.(current) === true) {
+    // Only a write of ours that went unanswered explains a counter that moved under our own name;
+    // without one, someone else writes as this worker (a second process with the same worker id).
+    if (entry.uncertain && current.leaseCounter > sentCounter && judgement.covers?.(current) === true) {
       return { kind: 'covered', lease: current };
     }
-    if (current.owner === this.#options.workerId && current.leaseCounter > sentCounter) {
+    if (entry.uncertain && current.owner === this.#options.workerId && current.leaseCounter > sentCounter) {
       return { kind: 'resynced', lease: current };
     }
     return { kind: 'lost', reason: 'taken-by-other' };
@@ -509,15 +525,15 @@ export class LeaseKeeper {
 
   /**
    * A write that succeeded after this worker had given the lease up: the store says it is ours, but
-   * nobody here consumes it. Release it so another worker need not wait for it to expire.
+   * nothing here consumes it. It is left alone — not released, because the consumer that gave it up may
+   * still be finishing a batch: the lease expires for the others, or this worker's next rebalance takes
+   * it back once that consumer has ended.
    */
-  #handBack(lease: Lease, operation: string): void {
-    if (lease.owner !== this.#options.workerId) return;
-    this.#options.logger.info('a write applied after the lease was given up; releasing it', {
+  #lateWrite(lease: Lease, operation: string): void {
+    this.#options.logger.info('a write applied after the lease was given up; it is taken back or expires', {
       leaseKey: lease.leaseKey,
       operation,
     });
-    void this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter).catch(() => undefined);
   }
 
   #refresh(entry: Entry, lease: Lease, sentAt: number): void {

@@ -100,6 +100,7 @@ export class ShardConsumer {
   readonly shardId: string;
   readonly #deps: ShardConsumerDependencies;
   readonly #stop = new AbortController();
+  readonly #halt = new AbortController();
   #state: ShardConsumerState = 'waiting-on-parents';
   #processor: RecordProcessor | null = null;
   #checkpointer: ShardCheckpointer | null = null;
@@ -116,6 +117,7 @@ export class ShardConsumer {
     this.shardId = shardIdOfLeaseKey(deps.held.leaseKey);
     const halt = (): void => {
       this.#haltedAt ??= deps.clock.monotonicNow();
+      this.#halt.abort();
     };
     if (deps.held.signal.aborted) halt();
     deps.held.signal.addEventListener('abort', halt, { once: true });
@@ -173,8 +175,9 @@ export class ShardConsumer {
     return this.#stop.signal.aborted || this.#deps.held.signal.aborted;
   }
 
+  /** Aborts when the consumer halts (a stop, or the lease gone): one signal for the consumer's life. */
   #haltSignal(): AbortSignal {
-    return AbortSignal.any([this.#stop.signal, this.#deps.held.signal]);
+    return this.#halt.signal;
   }
 
   async #execute(): Promise<ShardConsumerOutcome> {
@@ -589,7 +592,10 @@ export class ShardConsumer {
       }
       break;
     }
-    if (!checkpointer.lastCheckpoint.isShardEnd) return this.#finish();
+    if (!checkpointer.lastCheckpoint.isShardEnd) {
+      checkpointer.revokeShardEnd();
+      return this.#finish();
+    }
     // SHARD_END is written: the shard is done whatever happens next. A failed release is not a reason
     // to run shardEnded again; the lease then just expires (nobody needs a finished lease).
     deps.emit({ type: 'shard-ended', workerId: deps.workerId, leaseKey: this.leaseKey, childShardIds });
@@ -620,26 +626,32 @@ export class ShardConsumer {
     this.#state = 'shutting-down';
     await this.#fetcher?.stop();
     const lost = !deps.held.isHeld();
+    // A shutdownRequested still running past its budget: leaseLost follows it once it returns, so the
+    // processor's calls never overlap.
+    let overrunning: Promise<unknown> | null = null;
     if (!lost && processor !== null && checkpointer !== null && processor.shutdownRequested !== undefined) {
       const budgetMs =
         this.#shutdownDeadline === null
           ? deps.settings.shutdownTimeoutMs
           : Math.max(0, this.#shutdownDeadline - deps.clock.monotonicNow());
-      const timeout = new AbortController();
-      const timer = deps.clock.sleep(budgetMs, timeout.signal).then(() => 'timeout' as const);
+      // The processor's signal aborts a little before the budget ends, so a processor that stops
+      // waiting then can still write its checkpoint before the lease is released.
+      const hurry = new AbortController();
+      const timers = new AbortController();
+      void deps.clock.sleep(Math.floor(budgetMs * 0.8), timers.signal).then(() => hurry.abort());
+      const timer = deps.clock.sleep(budgetMs, timers.signal).then(() => 'timeout' as const);
+      const call = Promise.resolve().then(() =>
+        processor.shutdownRequested?.({
+          shardId: this.shardId,
+          leaseKey: this.leaseKey,
+          checkpointer,
+          signal: hurry.signal,
+        }),
+      );
       try {
-        const outcome = await Promise.race([
-          Promise.resolve(
-            processor.shutdownRequested({
-              shardId: this.shardId,
-              leaseKey: this.leaseKey,
-              checkpointer,
-              signal: timeout.signal,
-            }),
-          ).then(() => 'done' as const),
-          timer,
-        ]);
+        const outcome = await Promise.race([call.then(() => 'done' as const), timer]);
         if (outcome === 'timeout') {
+          overrunning = call;
           deps.logger.warn('shutdownRequested did not finish in time', {
             leaseKey: this.leaseKey,
             shutdownTimeoutMs: deps.settings.shutdownTimeoutMs,
@@ -648,16 +660,20 @@ export class ShardConsumer {
       } catch (error) {
         deps.logger.warn('shutdownRequested failed', { leaseKey: this.leaseKey, error });
       } finally {
-        timeout.abort();
+        timers.abort();
       }
     }
     if (!lost) await deps.keeper.release(deps.held);
     if (processor !== null) {
-      try {
-        await processor.leaseLost?.({ shardId: this.shardId, leaseKey: this.leaseKey });
-      } catch (error) {
-        deps.logger.warn('leaseLost failed', { leaseKey: this.leaseKey, error });
-      }
+      const leaseLost = async (): Promise<void> => {
+        try {
+          await processor.leaseLost?.({ shardId: this.shardId, leaseKey: this.leaseKey });
+        } catch (error) {
+          deps.logger.warn('leaseLost failed', { leaseKey: this.leaseKey, error });
+        }
+      };
+      if (overrunning === null) await leaseLost();
+      else void overrunning.catch(() => undefined).then(leaseLost);
     }
     this.#state = 'finished';
     return lost ? 'lease-lost' : 'shutdown';

@@ -78,6 +78,8 @@ export class Worker {
   readonly #renewing = new AbortController();
   readonly #auditor = new HashRangeAuditor();
   #loops: Promise<void>[] = [];
+  /** The start sequence in flight (or done), so a stop can wait for it. */
+  #initializing: Promise<void> | null = null;
   #stopping = false;
   #consecutiveRebalanceFailures = 0;
 
@@ -108,8 +110,10 @@ export class Worker {
     const backoff = new Backoff({ initialMs: 500, maxMs: 5_000, random });
     for (let attempt = 1; ; attempt++) {
       try {
-        // A stop during the start ends it at once, even while a store call hangs.
-        await untilAborted(this.#initialize(), this.#starting.signal);
+        // A stop during the start ends it at once, even while a store call hangs; the stop then waits
+        // (within its deadline) for what is in flight, so nothing is written after it returns.
+        this.#initializing = this.#initialize();
+        await untilAborted(this.#initializing, this.#starting.signal);
         break;
       } catch (error) {
         const transient = error instanceof KclError ? error.retryable : isTransientKinesisError(error);
@@ -137,13 +141,24 @@ export class Worker {
 
   async #initialize(): Promise<void> {
     const { store, logger } = this.#deps;
+    const proceed = (): void => {
+      if (this.#starting.signal.aborted) {
+        throw new KclError('SHUTDOWN', '@kcl/consumer: the worker was stopped while it was starting');
+      }
+    };
     await store.ensureSchema();
+    proceed();
     await this.#checkMigrationMarker();
+    proceed();
     await store.heartbeatWorker(this.workerId, { startedAt: new Date(this.#deps.clock.now()).toISOString() });
+    proceed();
     let leases = await store.listLeases();
+    proceed();
     if (leases.length === 0) {
       await this.#createInitialLeases();
+      proceed();
       leases = await store.listLeases();
+      proceed();
     }
     await this.#readopt(leases);
     logger.info('worker started', {
@@ -166,6 +181,13 @@ export class Worker {
     const remaining = (): number => Math.max(0, deadline - clock.monotonicNow());
     this.#starting.abort();
     this.#taking.abort();
+    if (graceful && this.#initializing !== null) {
+      await within(
+        clock,
+        remaining(),
+        this.#initializing.catch(() => undefined),
+      );
+    }
     const consumers = [...this.#consumers.values()];
     if (graceful) {
       // Leave time for the releases after shutdownRequested.

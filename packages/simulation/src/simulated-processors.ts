@@ -100,8 +100,8 @@ export function simulatedProcessorOptions(kind: ProcessorKind, context: Processo
           await pipeline.shardEnded(input);
           if (input.checkpointer.lastCheckpoint.isShardEnd) end();
         },
-        leaseLost() {
-          pipeline.leaseLost();
+        async leaseLost() {
+          await pipeline.leaseLost();
           end();
         },
       };

@@ -73,6 +73,8 @@ export class PipelineProcessor implements RecordProcessor {
   readonly #roomWaiters = new Set<() => void>();
   readonly #idleWaiters = new Set<(idle: boolean) => void>();
   readonly #checkpointMutex = new Mutex();
+  readonly #handlerWaiters = new Set<() => void>();
+  #runningHandlers = 0;
   #activeProcessors = 0;
   #inFlight = 0;
   #draining = false;
@@ -141,12 +143,15 @@ export class PipelineProcessor implements RecordProcessor {
     }
   }
 
-  /** Graceful stop: drain (bounded by `drainTimeoutMs`), checkpoint what is acknowledged, stop. */
+  /**
+   * Graceful stop: drain (bounded by `drainTimeoutMs`, and by the input's signal, which aborts when the
+   * worker's shutdown budget runs short), checkpoint what is acknowledged, stop.
+   */
   async shutdownRequested(input: ShutdownRequestedInput): Promise<void> {
     if (this.stopped) return;
     this.#checkpointer = input.checkpointer;
     this.#startDrain();
-    const idle = await this.#waitIdle(this.#options.drainTimeoutMs);
+    const idle = await this.#waitIdle(this.#options.drainTimeoutMs, input.signal);
     if (!idle && !this.stopped) {
       this.#logger.warn('pipeline drain timed out; checkpointing what is acknowledged', {
         inFlight: this.#inFlight,
@@ -183,9 +188,42 @@ export class PipelineProcessor implements RecordProcessor {
     this.#stop('shard ended');
   }
 
-  /** The lease is gone: stop at once. Queued messages are dropped, late acknowledgements ignored, nothing is checkpointed. */
-  leaseLost(): void {
+  /**
+   * The lease is gone: stop at once — queued messages are dropped, late acknowledgements ignored,
+   * nothing is checkpointed — and return once the handlers already running have returned (bounded by
+   * `drainTimeoutMs`), so a consumer started for the lease later never runs beside them.
+   */
+  async leaseLost(): Promise<void> {
     this.#stop('lease lost');
+    await this.#handlersDone(this.#options.drainTimeoutMs);
+  }
+
+  /** Resolves once no handler call is running, or after `timeoutMs`. */
+  async #handlersDone(timeoutMs: number): Promise<void> {
+    if (this.#runningHandlers === 0) return;
+    const timer = new AbortController();
+    let waiter: () => void = () => {};
+    const done = new Promise<void>((resolve) => {
+      waiter = resolve;
+      this.#handlerWaiters.add(waiter);
+    });
+    try {
+      await Promise.race([done, this.#clock.sleep(timeoutMs, timer.signal)]);
+    } finally {
+      timer.abort();
+      this.#handlerWaiters.delete(waiter);
+    }
+  }
+
+  /** Runs one handler call, counted, so `leaseLost` can wait for the calls in flight. */
+  async #counted<T>(call: () => Promise<T> | T): Promise<T> {
+    this.#runningHandlers += 1;
+    try {
+      return await call();
+    } finally {
+      this.#runningHandlers -= 1;
+      if (this.#runningHandlers === 0) for (const wake of [...this.#handlerWaiters]) wake();
+    }
   }
 
   #stoppedError(): Error {
@@ -308,7 +346,7 @@ export class PipelineProcessor implements RecordProcessor {
       for (;;) {
         message.beginAttempt();
         try {
-          await handleMessage(message, this.#context);
+          await this.#counted(() => handleMessage(message, this.#context));
         } catch (error) {
           message.fail(error);
         }
@@ -402,10 +440,12 @@ export class PipelineProcessor implements RecordProcessor {
       for (let attempt = 1; ; attempt++) {
         for (const message of messages) message.beginAttempt();
         try {
-          await handleBatch(
-            messages,
-            { batchKey: batch.batchKey, size: messages.length, trigger, attempt },
-            this.#context,
+          await this.#counted(() =>
+            handleBatch(
+              messages,
+              { batchKey: batch.batchKey, size: messages.length, trigger, attempt },
+              this.#context,
+            ),
           );
         } catch (error) {
           for (const message of messages) message.fail(error);
