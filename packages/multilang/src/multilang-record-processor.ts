@@ -170,7 +170,35 @@ export class MultiLangShardProcessor implements RecordProcessor {
       );
       return;
     }
-    await this.#run(session, { action: 'shutdownRequested' }, input.checkpointer);
+    const exchange = this.#run(session, { action: 'shutdownRequested' }, input.checkpointer);
+    const signal = input.signal;
+    if (signal === undefined) {
+      await exchange;
+      return;
+    }
+    // The consumer's shutdown budget is running out (its signal aborts): end a child that has not
+    // answered yet, so the lease is released on time and no later call overlaps this one.
+    let onAbort: () => void = () => {};
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted');
+      if (signal.aborted) resolve('aborted');
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([exchange.then(() => 'answered' as const), aborted]);
+      if (outcome === 'aborted') {
+        exchange.catch(() => undefined);
+        this.#finished = true;
+        this.#replay.clear();
+        if (this.#session === session) this.#session = null;
+        this.#logger.warn('the lease ended while the child was still busy; terminating the child', {
+          pid: session.pid,
+        });
+        await session.terminate();
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   async leaseLost(): Promise<void> {
