@@ -304,7 +304,20 @@ class FleetRun {
     const where = worker === null ? `every worker (${global.name})` : worker.workerId;
     const durationMs = 500 + Math.floor(this.#random() * 4_000);
     const kind = this.#random();
-    if (kind < 0.12) {
+    if (kind < 0.1) {
+      // Slow renewals, answering just within the call deadline: a renewal sent a renew interval after
+      // the last one then answers after the lease has expired locally (renew 1 s, expiry 3 s).
+      const { leaseExpiryMs, leaseRenewIntervalMs } = SIMULATION_TIMINGS;
+      const latencyMs = Math.min(
+        this.#storeCallTimeoutMs - 10,
+        leaseExpiryMs - leaseRenewIntervalMs + Math.floor(this.#random() * leaseRenewIntervalMs),
+      );
+      faults.setLatency((operation) =>
+        operation === 'renewLeases' || operation === 'renewLease' ? latencyMs : 0,
+      );
+      this.#tell(`store: renewals of ${where} take ${latencyMs} ms for ${durationMs} ms`);
+      void this.#clock.sleep(durationMs).then(() => faults.setLatency(0));
+    } else if (kind < 0.2) {
       // A degraded store: slow (some calls past the deadline) and failing now and then.
       const probability = 0.2 + this.#random() * 0.4;
       const latencyMs = Math.floor(this.#storeCallTimeoutMs * (0.8 + this.#random() * 0.6));
