@@ -1,8 +1,9 @@
 /**
- * Machine-readable error codes. Every error kcl throws carries one, so callers can branch without
- * parsing messages.
+ * The codes `@kcl/core`'s own errors carry. Codes are open: every package names its own
+ * (`'MULTILANG_CHILD_FAILED'`, `'KINESIS_CALL_TIMEOUT'`, …) and documents them; callers branch on
+ * `code` (or use `isKclError(error, code)`) without parsing messages.
  */
-export type KclErrorCode =
+export type CoreErrorCode =
   | 'CONFIGURATION'
   | 'INVALID_SEQUENCE_NUMBER'
   | 'INVALID_HASH_KEY'
@@ -10,21 +11,44 @@ export type KclErrorCode =
   | 'LEASE_STORE_THROTTLED'
   | 'LEASE_STORE_SCHEMA_MISSING'
   | 'LEASE_STORE_FAILURE'
+  | 'LEASE_STORE_VERSION'
   | 'LEASE_DATA_INVALID'
   | 'APPLICATION_MIGRATED'
   | 'CHECKPOINT_INVALID'
-  | 'CHECKPOINT_LEASE_LOST'
-  | 'KINESIS_FAILURE'
-  | 'SHUTDOWN';
+  | 'CHECKPOINT_LEASE_LOST';
+
+/** A core code, or any package's own (written in SCREAMING_SNAKE_CASE, prefixed by the package's area). */
+export type KclErrorCode = CoreErrorCode | (string & {});
 
 export interface KclErrorOptions {
   readonly retryable?: boolean;
   readonly cause?: unknown;
 }
 
+const ROOT_MARKER = '@kcl/error';
+
+/** True when `value` carries the marker `name` (a `Symbol.for`, so two copies of a package agree). */
+function hasMarker(value: unknown, name: string): boolean {
+  const marker = Symbol.for(name);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    marker in value &&
+    (value as Record<symbol, unknown>)[marker] === true
+  );
+}
+
+/** Marks an error object with `name`; each kcl error class marks its instances with its own name. */
+function mark(target: object, name: string): void {
+  Object.defineProperty(target, Symbol.for(name), { value: true, enumerable: false });
+}
+
 /**
- * The root of kcl's error hierarchy. `retryable` says whether the same call may succeed if repeated
- * later (a throttled or unreachable store), as opposed to a condition that needs a change first.
+ * The root of kcl's errors. `retryable` says whether the same call may succeed if repeated later (a
+ * throttled or unreachable store), as opposed to a condition that needs a change first.
+ *
+ * Identity is checked with `KclError.is(value)` / `isKclError(value, code?)` and each class's own
+ * `is()`: they work across two copies of a package in one process, where `instanceof` does not.
  */
 export class KclError extends Error {
   readonly code: KclErrorCode;
@@ -35,7 +59,31 @@ export class KclError extends Error {
     this.name = new.target.name;
     this.code = code;
     this.retryable = options.retryable ?? false;
+    mark(this, ROOT_MARKER);
+    mark(this, `${ROOT_MARKER}/${new.target.name}`);
   }
+
+  static is(value: unknown): value is KclError {
+    return hasMarker(value, ROOT_MARKER);
+  }
+
+  /** True for an instance of `cls` (or a subclass), by its marker. */
+  protected static isClass(value: unknown, className: string): boolean {
+    if (!hasMarker(value, ROOT_MARKER)) return false;
+    let prototype: unknown = value;
+    // A subclass instance carries its own class marker; walk the chain of names it was built with.
+    while (prototype !== null && typeof prototype === 'object') {
+      const maker = (prototype as { constructor?: { name?: string } }).constructor;
+      if (maker?.name === className) return true;
+      prototype = Object.getPrototypeOf(prototype);
+    }
+    return hasMarker(value, `${ROOT_MARKER}/${className}`);
+  }
+}
+
+/** True when `value` is a kcl error — and, with `code`, carries that code. */
+export function isKclError(value: unknown, code?: KclErrorCode): value is KclError {
+  return KclError.is(value) && (code === undefined || value.code === code);
 }
 
 /** Options were invalid. Lists every problem found, not only the first. */
@@ -51,6 +99,10 @@ export class ConfigurationError extends KclError {
     );
     this.problems = [...problems];
   }
+
+  static override is(value: unknown): value is ConfigurationError {
+    return KclError.isClass(value, 'ConfigurationError');
+  }
 }
 
 /** A checkpoint or sequence number string that is neither a decimal number nor a known sentinel. */
@@ -64,12 +116,20 @@ export class InvalidSequenceNumberError extends KclError {
     );
     this.value = value;
   }
+
+  static override is(value: unknown): value is InvalidSequenceNumberError {
+    return KclError.isClass(value, 'InvalidSequenceNumberError');
+  }
 }
 
 /** A hash key outside 0 … 2^128 − 1, or a range whose start exceeds its end. */
 export class InvalidHashKeyError extends KclError {
   constructor(message: string) {
     super('INVALID_HASH_KEY', `@kcl/core: ${message}`);
+  }
+
+  static override is(value: unknown): value is InvalidHashKeyError {
+    return KclError.isClass(value, 'InvalidHashKeyError');
   }
 }
 
@@ -88,12 +148,20 @@ export class LeaseStoreError extends KclError {
     super(options.code ?? 'LEASE_STORE_FAILURE', message, options);
     this.store = store;
   }
+
+  static override is(value: unknown): value is LeaseStoreError {
+    return KclError.isClass(value, 'LeaseStoreError');
+  }
 }
 
 /** The store's tables do not exist. The message says how to create them. */
 export class LeaseStoreSchemaMissingError extends LeaseStoreError {
   constructor(store: string, message: string, options: KclErrorOptions = {}) {
     super(store, message, { ...options, code: 'LEASE_STORE_SCHEMA_MISSING', retryable: false });
+  }
+
+  static override is(value: unknown): value is LeaseStoreSchemaMissingError {
+    return KclError.isClass(value, 'LeaseStoreSchemaMissingError');
   }
 }
 
@@ -108,6 +176,10 @@ export class LeaseDataError extends LeaseStoreError {
       retryable: false,
     });
     this.leaseKey = leaseKey;
+  }
+
+  static override is(value: unknown): value is LeaseDataError {
+    return KclError.isClass(value, 'LeaseDataError');
   }
 }
 
@@ -125,12 +197,20 @@ export class ApplicationMigratedError extends KclError {
     );
     this.migratedTo = migratedTo;
   }
+
+  static override is(value: unknown): value is ApplicationMigratedError {
+    return KclError.isClass(value, 'ApplicationMigratedError');
+  }
 }
 
 /** A checkpoint that would go backwards, past the last delivered record, or is otherwise not allowed. */
 export class InvalidCheckpointError extends KclError {
   constructor(message: string) {
     super('CHECKPOINT_INVALID', message);
+  }
+
+  static override is(value: unknown): value is InvalidCheckpointError {
+    return KclError.isClass(value, 'InvalidCheckpointError');
   }
 }
 
@@ -142,9 +222,13 @@ export class LeaseLostError extends KclError {
     super('CHECKPOINT_LEASE_LOST', `kcl: lease ${JSON.stringify(leaseKey)} is no longer held: ${detail}`);
     this.leaseKey = leaseKey;
   }
+
+  static override is(value: unknown): value is LeaseLostError {
+    return KclError.isClass(value, 'LeaseLostError');
+  }
 }
 
 /** True when `error` is a kcl error that says the same call may succeed later. */
 export function isRetryableError(error: unknown): boolean {
-  return error instanceof KclError && error.retryable;
+  return KclError.is(error) && error.retryable;
 }

@@ -1,12 +1,13 @@
 export type { Clock, RandomSource } from './clock.js';
 export { jitter, systemClock, systemRandom } from './clock.js';
-export type { KclErrorCode, KclErrorOptions } from './errors.js';
+export type { CoreErrorCode, KclErrorCode, KclErrorOptions } from './errors.js';
 export {
   ApplicationMigratedError,
   ConfigurationError,
   InvalidCheckpointError,
   InvalidHashKeyError,
   InvalidSequenceNumberError,
+  isKclError,
   isRetryableError,
   KclError,
   LeaseDataError,
@@ -21,6 +22,13 @@ export {
   isSentinelCheckpoint,
   SENTINEL_CHECKPOINTS,
 } from './extended-sequence-number.js';
+export type { LeaseStoreInterceptor, LeaseStoreOperation } from './guard-lease-store.js';
+export {
+  guardLeaseStore,
+  interceptLeaseStore,
+  LEASE_STORE_OPERATIONS,
+  StoreCallAbortedError,
+} from './guard-lease-store.js';
 export type { HashKeyRange } from './hash-key.js';
 export {
   FULL_HASH_KEY_RANGE,
@@ -32,9 +40,10 @@ export {
   MIN_HASH_KEY,
   parseHashKey,
 } from './hash-key.js';
-export type { Lease, LeaseInit } from './lease.js';
+export type { Lease, LeaseHandoff, LeaseInit } from './lease.js';
 export {
   compareLeaseKeys,
+  handoffsEqual,
   isLeaseComplete,
   leaseFromInit,
   leasesEqual,
@@ -46,12 +55,25 @@ export type {
   LeaseBatchWriteResult,
   LeaseMetaUpdate,
   LeaseRenewal,
+  LeaseRepository,
   LeaseStore,
+  LeaseStoreAdministration,
   LeaseStoreCapabilities,
+  LeaseTableScan,
   LeaseWriteResult,
   LostRaceReason,
   MigrationMarker,
+  StoreCallOptions,
+  UnreadableLeaseRow,
   WorkerRecord,
+  WorkerRegistry,
 } from './lease-store.js';
+export type { LifecycleState, LifecycleSteps } from './lifecycle.js';
+export { Lifecycle } from './lifecycle.js';
 export type { LineLoggerOptions, LogFields, Logger, LogLevel } from './logger.js';
 export { childLogger, createLineLogger, noopLogger } from './logger.js';
+export { isNetworkError, NETWORK_ERROR_CODES } from './network-errors.js';
+export type { NumberBounds, RetryDelays } from './option-problems.js';
+export { OptionProblems } from './option-problems.js';
+export { seededRandom, shuffled } from './random.js';
+export { untilAborted } from './until-aborted.js';

@@ -5,7 +5,7 @@ import type { Lease, LeaseInit } from './lease.js';
 /**
  * Why a conditional write did not apply. A lost race is an ordinary outcome in a fleet, so it is a
  * value, never an exception.
- * - `already-exists`: `createLeaseIfAbsent` found a lease with that key.
+ * - `already-exists`: `create` found a lease with that key.
  * - `not-found`: the lease does not exist (deleted, or never created).
  * - `counter-mismatch`: someone else wrote the lease since the caller read it.
  */
@@ -23,6 +23,15 @@ export type LeaseWriteResult =
 export type LeaseBatchWriteResult =
   | LeaseWriteResult
   | { readonly ok: false; readonly reason: 'failed'; readonly error: unknown };
+
+/** Options every store call takes. */
+export interface StoreCallOptions {
+  /**
+   * Aborts the call: the store stops waiting for it (and cancels it where its client can) and rejects
+   * with the signal's reason. A write already sent may still apply.
+   */
+  readonly signal?: AbortSignal;
+}
 
 export interface LeaseRenewal {
   readonly leaseKey: string;
@@ -62,70 +71,118 @@ export interface MigrationMarker {
   readonly migratedAt: Date;
 }
 
+/** A stored lease row that could not be read, as a scan reports it. */
+export interface UnreadableLeaseRow {
+  readonly leaseKey: string;
+  readonly problem: string;
+}
+
+/** Everything an application's lease table holds, as tools read it. */
+export interface LeaseTableScan {
+  /** The readable leases, in lease-key order. */
+  readonly leases: readonly Lease[];
+  /** Rows that exist but could not be read (`leases.list` skips them). */
+  readonly unreadable: readonly UnreadableLeaseRow[];
+  /**
+   * Rows the table holds that are not leases, counted by kind (the Java KCL 3.x keeps its worker
+   * metrics and coordinator state in the lease table); absent where a table holds only leases.
+   */
+  readonly otherRows?: Readonly<Record<string, number>>;
+}
+
 /** What a store can do beyond the contract's minimum. The runtime branches on these, never on a store's name. */
 export interface LeaseStoreCapabilities {
-  /** `renewLeases` renews any number of leases in one round trip (otherwise it loops over `renewLease`). */
+  /** `renewMany` renews any number of leases in one round trip (otherwise it loops over `renew`). */
   readonly batchRenew: boolean;
-  /** `getLease` and `listLeases` read the latest committed state (always true for SQL, opt-in on DynamoDB). */
+  /** `get` and `list` read the latest committed state (always true for SQL, opt-in on DynamoDB). */
   readonly consistentReads: boolean;
 }
 
 /**
- * The lease store contract, version 1.
- *
- * A store instance is bound to one application. Many applications may share one physical table; a
- * store never reads, counts or writes another application's rows.
- *
- * Every mutating lease operation except `updateLeaseMeta` and `deleteLease` is conditional on the
- * counter the caller last saw and increments it. A lost race resolves to `{ ok: false, reason }`; only
- * infrastructure failures reject, with a `LeaseStoreError` whose `retryable` says whether to try again.
+ * The hot path: what a worker does to leases while it runs. Every write but `updateMeta` and `delete`
+ * is conditional on the counter the caller last saw and increments it; a lost race resolves to
+ * `{ ok: false, reason }`; only infrastructure failures reject, with a `LeaseStoreError` whose
+ * `retryable` says whether to try again.
  */
-export interface LeaseStore {
-  readonly specificationVersion: 'v1';
-  readonly applicationName: string;
-  readonly capabilities: LeaseStoreCapabilities;
-  /** Names the backing store and table, for logs and error messages. Contains no secrets. */
-  readonly description: string;
-
-  /** Creates the tables (or checks they exist) idempotently. Safe to run from many workers at once. */
-  ensureSchema(): Promise<void>;
-
-  /** Creates the lease unless one with its key exists (`already-exists`). */
-  createLeaseIfAbsent(lease: LeaseInit): Promise<LeaseWriteResult>;
-  getLease(leaseKey: string): Promise<Lease | null>;
+export interface LeaseRepository {
   /** Every lease of this application, in lease-key order (`compareLeaseKeys`: UTF-8 byte order). */
-  listLeases(): Promise<Lease[]>;
-
+  list(options?: StoreCallOptions): Promise<Lease[]>;
+  get(leaseKey: string, options?: StoreCallOptions): Promise<Lease | null>;
+  /** Creates the lease unless one with its key exists (`already-exists`). */
+  create(lease: LeaseInit, options?: StoreCallOptions): Promise<LeaseWriteResult>;
   /** Increments the counter, proving the owner is alive. */
-  renewLease(leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult>;
+  renew(leaseKey: string, leaseCounter: number, options?: StoreCallOptions): Promise<LeaseWriteResult>;
   /**
    * Renews several leases; one result per lease, in the order given. A lease whose own write failed
    * gets a `failed` result while the others report theirs: the call rejects only when it cannot
    * report per lease (the whole request failed). See `capabilities.batchRenew`.
    */
-  renewLeases(renewals: readonly LeaseRenewal[]): Promise<LeaseBatchWriteResult[]>;
-  /** Sets the owner (counting an owner switch when it changes) and increments the counter. */
-  takeLease(leaseKey: string, leaseCounter: number, owner: string): Promise<LeaseWriteResult>;
-  /** Clears the owner and increments the counter, so another worker can take the lease at once. */
-  releaseLease(leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult>;
+  renewMany(renewals: readonly LeaseRenewal[], options?: StoreCallOptions): Promise<LeaseBatchWriteResult[]>;
+  /** Sets the owner (counting an owner switch when it changes from another owner) and increments the counter. */
+  take(
+    leaseKey: string,
+    leaseCounter: number,
+    owner: string,
+    options?: StoreCallOptions,
+  ): Promise<LeaseWriteResult>;
+  /** Clears the owner (evicts it) and increments the counter, so another worker can take the lease at once. */
+  release(leaseKey: string, leaseCounter: number, options?: StoreCallOptions): Promise<LeaseWriteResult>;
   /** Writes the checkpoint (and pending checkpoint), resets the owner-switch count, increments the counter. */
-  updateCheckpoint(
+  checkpoint(
     leaseKey: string,
     leaseCounter: number,
     update: CheckpointUpdate,
+    options?: StoreCallOptions,
   ): Promise<LeaseWriteResult>;
   /** Records child shard ids and/or the hash key range. Unconditional; the counter is unchanged. Null if absent. */
-  updateLeaseMeta(leaseKey: string, update: LeaseMetaUpdate): Promise<Lease | null>;
+  updateMeta(leaseKey: string, update: LeaseMetaUpdate, options?: StoreCallOptions): Promise<Lease | null>;
   /** Unconditional. Deleting an absent lease is not an error. */
-  deleteLease(leaseKey: string): Promise<void>;
+  delete(leaseKey: string, options?: StoreCallOptions): Promise<void>;
+}
 
-  /** Records that the worker is alive, incrementing its heartbeat. */
-  heartbeatWorker(workerId: string, metadata?: Readonly<Record<string, string>>): Promise<WorkerRecord>;
-  listWorkers(): Promise<WorkerRecord[]>;
-  /** Removes the worker from the registry (on a graceful stop). Removing an absent worker is not an error. */
-  removeWorker(workerId: string): Promise<void>;
+/** Which workers are alive, and what they publish about themselves. */
+export interface WorkerRegistry {
+  /** Records that the worker is alive, incrementing its heartbeat; `metadata` replaces the last one. */
+  heartbeat(
+    workerId: string,
+    metadata?: Readonly<Record<string, string>>,
+    options?: StoreCallOptions,
+  ): Promise<WorkerRecord>;
+  list(options?: StoreCallOptions): Promise<WorkerRecord[]>;
+  /** Removes the worker (on a graceful stop). Removing an absent worker is not an error. */
+  remove(workerId: string, options?: StoreCallOptions): Promise<void>;
+}
 
-  getMigrationMarker(): Promise<MigrationMarker | null>;
+/** What tools and the start of a worker need: the schema, migration markers, whole-table scans. */
+export interface LeaseStoreAdministration {
+  /** Creates the tables (or checks they exist, and upgrades them) idempotently. Safe from many workers at once. */
+  ensureSchema(options?: StoreCallOptions): Promise<void>;
+  getMigrationMarker(options?: StoreCallOptions): Promise<MigrationMarker | null>;
   /** Sets the marker, or clears it with null. */
-  setMigrationMarker(marker: MigrationMarker | null): Promise<void>;
+  setMigrationMarker(marker: MigrationMarker | null, options?: StoreCallOptions): Promise<void>;
+  /** Every row of this application, the unreadable ones reported instead of failing the scan. */
+  scan(options?: StoreCallOptions): Promise<LeaseTableScan>;
+}
+
+/**
+ * The lease store contract, version 2: one object with a role per kind of caller, the way Kysely
+ * separates a driver from its introspector. A store package's factory returns all roles; a caller uses
+ * the role it needs (the runtime: `leases` and `workers`; tools: `admin`).
+ *
+ * A store instance is bound to one application. Many applications may share one physical table; a
+ * store never reads, counts or writes another application's rows. `close()` releases what the store
+ * opened itself (connections it created from a URL); a client or database handed to its factory stays
+ * the caller's to close.
+ */
+export interface LeaseStore {
+  readonly specificationVersion: 'v2';
+  readonly applicationName: string;
+  readonly capabilities: LeaseStoreCapabilities;
+  /** Names the backing store and table, for logs and error messages. Contains no secrets. */
+  readonly description: string;
+  readonly leases: LeaseRepository;
+  readonly workers: WorkerRegistry;
+  readonly admin: LeaseStoreAdministration;
+  /** Releases what the store opened itself. Idempotent. */
+  close(): Promise<void>;
 }

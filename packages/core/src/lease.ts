@@ -3,6 +3,20 @@ import type { HashKeyRange } from './hash-key.js';
 import { hashKeyRangesEqual } from './hash-key.js';
 
 /**
+ * A planned move of a lease from one worker to another (cooperative hand-off): the current owner
+ * finishes its batch, checkpoints and hands the lease to `to`; fenced by the lease counter like every
+ * lease write. A hand-off not completed by `deadline` is void.
+ */
+export interface LeaseHandoff {
+  /** The owner handing the lease over. */
+  readonly from: string;
+  /** The worker the lease goes to. */
+  readonly to: string;
+  /** When the hand-off is void (the writer's wall clock); null: no deadline recorded. */
+  readonly deadline: Date | null;
+}
+
+/**
  * One lease per shard. The key is the shard id, or `streamIdentifier:shardId` when one application
  * reads several streams (the Java KCL's multi-stream layout).
  */
@@ -21,6 +35,10 @@ export interface Lease {
   /** Recorded when the shard ends (split or merge). */
   readonly childShardIds: readonly string[];
   readonly hashKeyRange: HashKeyRange | null;
+  /** The stream the shard belongs to (`account:stream:creationEpoch`) in a multi-stream application; else null. */
+  readonly streamIdentifier: string | null;
+  /** A hand-off in progress, or null. */
+  readonly handoff: LeaseHandoff | null;
 }
 
 /** What `createLeaseIfAbsent` writes. Omitted fields take the values of a brand-new lease. */
@@ -35,6 +53,8 @@ export interface LeaseInit {
   readonly owner?: string | null;
   readonly leaseCounter?: number;
   readonly ownerSwitchesSinceCheckpoint?: number;
+  readonly streamIdentifier?: string | null;
+  readonly handoff?: LeaseHandoff | null;
 }
 
 /** The lease a `LeaseInit` describes, with every default filled in. */
@@ -49,6 +69,8 @@ export function leaseFromInit(init: LeaseInit): Lease {
     parentShardIds: uniqueSorted(init.parentShardIds ?? []),
     childShardIds: uniqueSorted(init.childShardIds ?? []),
     hashKeyRange: init.hashKeyRange ?? null,
+    streamIdentifier: init.streamIdentifier ?? null,
+    handoff: init.handoff ?? null,
   };
 }
 
@@ -89,7 +111,21 @@ export function leasesEqual(a: Lease, b: Lease): boolean {
     a.ownerSwitchesSinceCheckpoint === b.ownerSwitchesSinceCheckpoint &&
     sameIds(a.parentShardIds, b.parentShardIds) &&
     sameIds(a.childShardIds, b.childShardIds) &&
-    hashKeyRangesEqual(a.hashKeyRange, b.hashKeyRange)
+    hashKeyRangesEqual(a.hashKeyRange, b.hashKeyRange) &&
+    a.streamIdentifier === b.streamIdentifier &&
+    handoffsEqual(a.handoff, b.handoff)
+  );
+}
+
+/** Two hand-off states are the same (deadlines compared to the millisecond). */
+export function handoffsEqual(a: LeaseHandoff | null, b: LeaseHandoff | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.from === b.from &&
+    a.to === b.to &&
+    (a.deadline === null || b.deadline === null
+      ? a.deadline === b.deadline
+      : a.deadline.getTime() === b.deadline.getTime())
   );
 }
 

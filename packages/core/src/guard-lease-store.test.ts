@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError, isKclError, KclError, LeaseStoreError } from './errors.js';
+import { ExtendedSequenceNumber } from './extended-sequence-number.js';
+import {
+  guardLeaseStore,
+  interceptLeaseStore,
+  LEASE_STORE_OPERATIONS,
+  StoreCallAbortedError,
+} from './guard-lease-store.js';
+import type { LeaseStore } from './lease-store.js';
+
+/** A store whose every call answers with `answer(operation, args)`. */
+function fakeStore(answer: (operation: string, args: unknown[]) => Promise<unknown>): LeaseStore {
+  const role = (name: string, methods: string[]) =>
+    Object.fromEntries(
+      methods.map((method) => [method, (...args: unknown[]) => answer(`${name}.${method}`, args)]),
+    );
+  return {
+    specificationVersion: 'v2',
+    applicationName: 'app',
+    capabilities: { batchRenew: false, consistentReads: true },
+    description: 'fake store',
+    leases: role('leases', [
+      'list',
+      'get',
+      'create',
+      'renew',
+      'renewMany',
+      'take',
+      'release',
+      'checkpoint',
+      'updateMeta',
+      'delete',
+    ]),
+    workers: role('workers', ['heartbeat', 'list', 'remove']),
+    admin: role('admin', ['ensureSchema', 'getMigrationMarker', 'setMigrationMarker', 'scan']),
+    close: async () => {},
+  } as unknown as LeaseStore;
+}
+
+describe('guardLeaseStore', () => {
+  it('refuses a store of another contract version, saying what to do', () => {
+    const old = { ...fakeStore(async () => null), specificationVersion: 'v1' } as unknown as LeaseStore;
+    expect(() => guardLeaseStore(old, '@kcl/test')).toThrow(ConfigurationError);
+    expect(() => guardLeaseStore(old, '@kcl/test')).toThrow(/needs v2/);
+    const partial = { ...fakeStore(async () => null), workers: {} } as unknown as LeaseStore;
+    expect(() => guardLeaseStore(partial, '@kcl/test')).toThrow(
+      /workers\.heartbeat, workers\.list, workers\.remove/,
+    );
+  });
+
+  it('turns a rejection that is not a kcl error into a LeaseStoreError naming the call', async () => {
+    const store = guardLeaseStore(
+      fakeStore(async () => {
+        throw new TypeError('socket closed');
+      }),
+      '@kcl/test',
+    );
+    const error = await store.leases.take('a', 1, 'w').catch((caught: unknown) => caught);
+    expect(LeaseStoreError.is(error)).toBe(true);
+    expect((error as Error).message).toBe(
+      '@kcl/test: leases.take on fake store failed: TypeError: socket closed',
+    );
+    expect((error as Error).cause).toBeInstanceOf(TypeError);
+    const own = new LeaseStoreError('fake', 'throttled', { retryable: true, code: 'LEASE_STORE_THROTTLED' });
+    const passthrough = guardLeaseStore(
+      fakeStore(async () => {
+        throw own;
+      }),
+      '@kcl/test',
+    );
+    await expect(passthrough.leases.list()).rejects.toBe(own);
+  });
+
+  it('rejects a call at once when its signal aborts, even if the store never answers', async () => {
+    const store = guardLeaseStore(
+      fakeStore(() => new Promise(() => {})),
+      '@kcl/test',
+    );
+    const controller = new AbortController();
+    const call = store.leases.checkpoint(
+      'a',
+      1,
+      { checkpoint: ExtendedSequenceNumber.of('5') },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    const error = await call.catch((caught: unknown) => caught);
+    expect(StoreCallAbortedError.is(error)).toBe(true);
+    expect(isKclError(error, 'LEASE_STORE_CALL_ABORTED')).toBe(true);
+    await expect(store.leases.list({ signal: AbortSignal.abort() })).rejects.toSatisfy(KclError.is);
+  });
+
+  it('passes arguments and options through unchanged, and wraps only once', async () => {
+    const seen: Array<[string, unknown[]]> = [];
+    const inner = fakeStore(async (operation, args) => {
+      seen.push([operation, args]);
+      return null;
+    });
+    const store = guardLeaseStore(inner, '@kcl/test');
+    expect(guardLeaseStore(store, '@kcl/test')).toBe(store);
+    const signal = new AbortController().signal;
+    await store.leases.renew('a', 3, { signal });
+    await store.workers.heartbeat('w');
+    expect(seen).toEqual([
+      ['leases.renew', ['a', 3, { signal }]],
+      ['workers.heartbeat', ['w', undefined]],
+    ]);
+  });
+});
+
+describe('interceptLeaseStore', () => {
+  it('sees every call of the contract, by name', async () => {
+    const calls: string[] = [];
+    const store = interceptLeaseStore(
+      fakeStore(async () => null),
+      (operation, options, call) => {
+        calls.push(operation);
+        return call(options);
+      },
+    );
+    for (const operation of LEASE_STORE_OPERATIONS) {
+      const [role, method] = operation.split('.') as [string, string];
+      await (store as unknown as Record<string, Record<string, () => Promise<unknown>>>)[role]?.[method]?.();
+    }
+    expect(calls).toEqual([...LEASE_STORE_OPERATIONS]);
+  });
+});
+
+describe('error identity', () => {
+  it('holds by marker and class name, not by instanceof', () => {
+    const error = new LeaseStoreError('s', 'm', { code: 'LEASE_STORE_THROTTLED', retryable: true });
+    expect(KclError.is(error)).toBe(true);
+    expect(LeaseStoreError.is(error)).toBe(true);
+    expect(ConfigurationError.is(error)).toBe(false);
+    expect(isKclError(error, 'LEASE_STORE_THROTTLED')).toBe(true);
+    expect(isKclError(error, 'CONFIGURATION')).toBe(false);
+    expect(isKclError(new Error('plain'))).toBe(false);
+    // An error from another copy of @kcl/core: same class names and marker, different constructors.
+    class LeaseStoreErrorCopy extends Error {}
+    Object.defineProperty(LeaseStoreErrorCopy, 'name', { value: 'LeaseStoreError' });
+    const foreign = Object.assign(new LeaseStoreErrorCopy('from another copy'), {
+      code: 'LEASE_STORE_FAILURE',
+      retryable: false,
+    });
+    Object.defineProperty(foreign, Symbol.for('@kcl/error'), { value: true });
+    expect(foreign instanceof LeaseStoreError).toBe(false);
+    expect(LeaseStoreError.is(foreign)).toBe(true);
+    expect(isKclError(foreign, 'LEASE_STORE_FAILURE')).toBe(true);
+  });
+});
