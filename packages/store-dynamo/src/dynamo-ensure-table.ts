@@ -2,7 +2,7 @@ import type { DynamoDBClient, TableDescription } from '@aws-sdk/client-dynamodb'
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Clock } from '@kcl/core';
 import { LeaseStoreError } from '@kcl/core';
-import { isTableInUse, isTableMissing, mapDynamoError } from './dynamo-error-mapping.js';
+import { isTableInUse, isTableMissing, mapDynamoError, sendOptions } from './dynamo-error-mapping.js';
 import type { DynamoTableBilling } from './dynamo-lease-store-options.js';
 import { PACKAGE_NAME } from './dynamo-lease-store-options.js';
 import type { DynamoTableDefinition } from './dynamo-table-schema.js';
@@ -15,6 +15,7 @@ export interface EnsureTableOptions {
   readonly clock: Clock;
   readonly timeoutMs: number;
   readonly pollIntervalMs: number;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -24,14 +25,14 @@ export interface EnsureTableOptions {
  * Resolves with the table's description once it is usable.
  */
 export async function ensureTable(options: EnsureTableOptions): Promise<TableDescription> {
-  const { client, definition, billing, clock } = options;
+  const { client, definition, billing, clock, signal } = options;
   const deadline = clock.monotonicNow() + options.timeoutMs;
   let lastStatus = 'missing';
   for (;;) {
-    const table = await describeTable(client, definition, billing);
+    const table = await describeTable(client, definition, billing, signal);
     if (table === null) {
       lastStatus = 'missing';
-      await createTable(client, definition, billing);
+      await createTable(client, definition, billing, signal);
     } else {
       checkKeySchema(definition, table);
       lastStatus = table.TableStatus ?? 'unknown';
@@ -53,7 +54,11 @@ export async function ensureTable(options: EnsureTableOptions): Promise<TableDes
         { code: 'LEASE_STORE_UNAVAILABLE', retryable: true },
       );
     }
-    await clock.sleep(Math.min(options.pollIntervalMs, remaining));
+    await clock.sleep(Math.min(options.pollIntervalMs, remaining), signal);
+    // The clock's sleep ends early on abort; the wait must not go on polling after it.
+    if (signal?.aborted === true) {
+      throw mapDynamoError(signal.reason, { operation: 'DescribeTable', table: definition, billing, signal });
+    }
   }
 }
 
@@ -61,13 +66,17 @@ async function describeTable(
   client: DynamoDBClient,
   definition: DynamoTableDefinition,
   billing: DynamoTableBilling,
+  signal: AbortSignal | undefined,
 ): Promise<TableDescription | null> {
   try {
-    const output = await client.send(new DescribeTableCommand({ TableName: definition.tableName }));
+    const output = await client.send(
+      new DescribeTableCommand({ TableName: definition.tableName }),
+      sendOptions(signal),
+    );
     return output.Table ?? null;
   } catch (error) {
     if (isTableMissing(error)) return null;
-    throw mapDynamoError(error, { operation: 'DescribeTable', table: definition, billing });
+    throw mapDynamoError(error, { operation: 'DescribeTable', table: definition, billing, signal });
   }
 }
 
@@ -75,13 +84,14 @@ async function createTable(
   client: DynamoDBClient,
   definition: DynamoTableDefinition,
   billing: DynamoTableBilling,
+  signal: AbortSignal | undefined,
 ): Promise<void> {
   try {
-    await client.send(new CreateTableCommand(createTableInput(definition, billing)));
+    await client.send(new CreateTableCommand(createTableInput(definition, billing)), sendOptions(signal));
   } catch (error) {
     // Another worker created it between our DescribeTable and CreateTable: wait for it like our own.
     if (isTableInUse(error)) return;
-    throw mapDynamoError(error, { operation: 'CreateTable', table: definition, billing });
+    throw mapDynamoError(error, { operation: 'CreateTable', table: definition, billing, signal });
   }
 }
 

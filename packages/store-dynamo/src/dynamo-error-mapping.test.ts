@@ -65,6 +65,9 @@ describe('mapDynamoError', () => {
       const mapped = mapDynamoError(error, context);
       expect([mapped.code, mapped.retryable], String(error)).toEqual(['LEASE_STORE_UNAVAILABLE', true]);
     }
+    // The message names the network code, also when the error only wraps it.
+    expect(mapDynamoError(aggregate, context).message).toContain('all addresses failed (ECONNREFUSED)');
+    expect(mapDynamoError(wrapped, context).message).toContain('request failed (ECONNRESET)');
   });
 
   it('maps a missing lease table to a schema error that says how to create it', () => {
@@ -75,7 +78,7 @@ describe('mapDynamoError', () => {
     expect(mapped).toBeInstanceOf(LeaseStoreSchemaMissingError);
     expect(mapped.retryable).toBe(false);
     expect(mapped.message).toContain('the lease table "orders-app" does not exist');
-    expect(mapped.message).toContain('await store.ensureSchema()');
+    expect(mapped.message).toContain('await store.admin.ensureSchema()');
     expect(mapped.message).toContain(
       'aws dynamodb create-table --table-name orders-app --attribute-definitions AttributeName=leaseKey,AttributeType=S --key-schema AttributeName=leaseKey,KeyType=HASH --billing-mode PAY_PER_REQUEST',
     );

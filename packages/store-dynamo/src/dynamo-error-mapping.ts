@@ -1,5 +1,12 @@
 import type { KclErrorCode } from '@kcl/core';
-import { KclError, LeaseStoreError, LeaseStoreSchemaMissingError } from '@kcl/core';
+import {
+  isNetworkError,
+  KclError,
+  LeaseStoreError,
+  LeaseStoreSchemaMissingError,
+  NETWORK_ERROR_CODES,
+  StoreCallAbortedError,
+} from '@kcl/core';
 import type { DynamoItem } from './dynamo-item-codec.js';
 import type { DynamoTableBilling } from './dynamo-lease-store-options.js';
 import { PACKAGE_NAME } from './dynamo-lease-store-options.js';
@@ -12,6 +19,16 @@ export interface DynamoCallContext {
   readonly operation: string;
   readonly table: DynamoTableDefinition;
   readonly billing: DynamoTableBilling;
+  /** The caller's signal: a call that failed because it was aborted reports the abort, not a fault. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * What every `client.send` gets as its second argument: the caller's signal, so the AWS SDK cancels
+ * the request when the call is aborted.
+ */
+export function sendOptions(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return signal === undefined ? {} : { abortSignal: signal };
 }
 
 /** DynamoDB refused the call because of request rates; the same call later will succeed. */
@@ -37,22 +54,6 @@ const TRANSIENT = new Set([
   'RequestTimeout',
   'RequestTimeoutException',
   'TimeoutError',
-]);
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
 const PERMISSION = new Set([
@@ -109,19 +110,19 @@ export function isTableInUse(error: unknown): boolean {
   return nameOf(error) === 'ResourceInUseException';
 }
 
-function networkCode(error: unknown, depth = 0): string | null {
-  const { code, errors } = shape(error);
-  if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
-  if (depth < 3) {
-    // Node reports a refused connection to a host with several addresses as an AggregateError.
-    if (Array.isArray(errors)) {
-      for (const inner of errors) {
-        const found = networkCode(inner, depth + 1);
-        if (found !== null) return found;
-      }
-    }
-    const cause = (error as { cause?: unknown } | null)?.cause;
-    if (cause !== undefined) return networkCode(cause, depth + 1);
+/**
+ * The network code that makes `error` a network error (see core's `isNetworkError`), for the message:
+ * the error's own, or that of the error it wraps (its `cause`, or a member of an `AggregateError`,
+ * which Node throws when every address of a host refused the connection). Null for other errors.
+ */
+function networkCodeOf(error: unknown): string | null {
+  let current: unknown = error;
+  // Each step goes one level down to an error that still carries the code, so this ends.
+  while (isNetworkError(current)) {
+    const { code, errors } = shape(current);
+    if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return code;
+    const cause = (current as { cause?: unknown }).cause;
+    current = (Array.isArray(errors) ? errors.find(isNetworkError) : undefined) ?? cause;
   }
   return null;
 }
@@ -130,7 +131,7 @@ function describeError(error: unknown): string {
   const name = nameOf(error);
   const message = shape(error).message;
   const text = typeof message === 'string' && message.length > 0 ? message : String(error);
-  const code = networkCode(error);
+  const code = networkCodeOf(error);
   return [
     name.length > 0 && name !== 'Error' ? `${name}: ` : '',
     text,
@@ -145,16 +146,28 @@ function describeError(error: unknown): string {
  * `LeaseStoreError`. The original error is kept as `cause`.
  */
 export function mapDynamoError(error: unknown, context: DynamoCallContext): KclError {
-  if (error instanceof KclError) return error;
+  if (KclError.is(error)) return error;
   const name = nameOf(error);
   const where = `${context.operation} on table ${JSON.stringify(context.table.tableName)}`;
+  if (context.signal?.aborted === true) {
+    // The SDK rejects an aborted request with its own AbortError; the caller asked for it, so it is
+    // reported as the abort (what core's guard reports too), never as a failing DynamoDB.
+    const reason: unknown = context.signal.reason;
+    return KclError.is(reason)
+      ? reason
+      : new StoreCallAbortedError(
+          context.operation,
+          `table ${JSON.stringify(context.table.tableName)}`,
+          reason,
+        );
+  }
   const detail = describeError(error);
 
   if (isTableMissing(error)) {
     const table = context.table.role === 'lease' ? 'lease table' : 'worker registry table';
     return new LeaseStoreSchemaMissingError(
       PACKAGE_NAME,
-      `${PACKAGE_NAME}: the ${table} ${JSON.stringify(context.table.tableName)} does not exist (or is not ACTIVE yet). Create it with \`await store.ensureSchema()\`, or ahead of time with the AWS CLI: ${createTableCommandLine(context.table, context.billing)} (key schema ${describeKeySchema(context.table)})`,
+      `${PACKAGE_NAME}: the ${table} ${JSON.stringify(context.table.tableName)} does not exist (or is not ACTIVE yet). Create it with \`await store.admin.ensureSchema()\`, or ahead of time with the AWS CLI: ${createTableCommandLine(context.table, context.billing)} (key schema ${describeKeySchema(context.table)})`,
       { cause: error },
     );
   }
@@ -178,7 +191,7 @@ export function mapDynamoError(error: unknown, context: DynamoCallContext): KclE
   if (TRANSIENT.has(name) || $fault === 'server' || (status !== null && status >= 500)) {
     return failure('LEASE_STORE_UNAVAILABLE', true, 'DynamoDB failed or timed out; retry later');
   }
-  if (networkCode(error) !== null) {
+  if (isNetworkError(error)) {
     return failure(
       'LEASE_STORE_UNAVAILABLE',
       true,

@@ -194,17 +194,149 @@ describe('encodeLeaseItem', () => {
     expect(decoded.parentShardIds).toEqual(['shardId-000000000001', 'shardId-000000000002']);
   });
 
-  it('adds streamName and shardId to multi-stream leases, as the Java multi-stream serializer does', () => {
+  it('writes streamName and shardId for a lease with a stream identifier, as the Java multi-stream serializer does', () => {
     const item = encodeLeaseItem(
       leaseFromInit({
         leaseKey: '123456789012:orders:1600000000:shardId-000000000007',
         checkpoint: ExtendedSequenceNumber.LATEST,
+        streamIdentifier: '123456789012:orders:1600000000',
       }),
       { applicationName: { S: 'app' } },
     );
     expect(item.streamName).toEqual({ S: '123456789012:orders:1600000000' });
     expect(item.shardId).toEqual({ S: 'shardId-000000000007' });
     expect(item.applicationName).toEqual({ S: 'app' });
+    expect(decodedLease(item).streamIdentifier).toBe('123456789012:orders:1600000000');
+  });
+
+  it('writes no stream attributes for a lease without a stream identifier, whatever its key looks like', () => {
+    const item = encodeLeaseItem(
+      leaseFromInit({
+        leaseKey: '123456789012:orders:1600000000:shardId-000000000007',
+        checkpoint: ExtendedSequenceNumber.LATEST,
+      }),
+    );
+    expect(['streamName' in item, 'shardId' in item]).toEqual([false, false]);
+    expect(decodedLease(item).streamIdentifier).toBeNull();
+  });
+
+  it('takes the shard id from the end of a key that does not start with the stream identifier', () => {
+    const item = encodeLeaseItem(
+      leaseFromInit({
+        leaseKey: 'other:shardId-1',
+        checkpoint: ExtendedSequenceNumber.LATEST,
+        streamIdentifier: 's',
+      }),
+    );
+    expect([item.streamName, item.shardId]).toEqual([{ S: 's' }, { S: 'shardId-1' }]);
+  });
+
+  it('writes a hand-off as the Java KCL does (leaseOwner the next owner, checkpointOwner the current one) and reads it back', () => {
+    const deadline = new Date('2030-01-02T03:04:05.678Z');
+    const lease = leaseFromInit({
+      leaseKey: 'shardId-1',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+      owner: 'worker-a',
+      handoff: { from: 'worker-a', to: 'worker-b', deadline },
+    });
+    const item = encodeLeaseItem(lease);
+    expect([item.leaseOwner, item.checkpointOwner, item.handoffDeadline]).toEqual([
+      { S: 'worker-b' },
+      { S: 'worker-a' },
+      {
+        M: { epochMillis: { N: String(deadline.getTime()) }, from: { S: 'worker-a' }, to: { S: 'worker-b' } },
+      },
+    ]);
+    const decoded = decodedLease(item);
+    expect(decoded.owner).toBe('worker-a');
+    expect(decoded.handoff).toEqual({ from: 'worker-a', to: 'worker-b', deadline });
+  });
+
+  it('writes no deadline attribute for a hand-off without one', () => {
+    const item = encodeLeaseItem(
+      leaseFromInit({
+        leaseKey: 'shardId-1',
+        checkpoint: ExtendedSequenceNumber.LATEST,
+        owner: 'worker-a',
+        handoff: { from: 'worker-a', to: 'worker-b', deadline: null },
+      }),
+    );
+    expect('handoffDeadline' in item).toBe(false);
+    expect(decodedLease(item).handoff).toEqual({ from: 'worker-a', to: 'worker-b', deadline: null });
+  });
+});
+
+describe('decodeLeaseRow: hand-offs and streams written by the Java KCL', () => {
+  const base: DynamoItem = {
+    leaseKey: { S: 'shardId-6' },
+    leaseCounter: { N: '40' },
+    checkpoint: { S: 'LATEST' },
+    entityType: { S: 'LEASE' },
+  };
+
+  it('reads a KCL 3.x hand-off: the owner is the checkpointOwner (Lease.actualOwner), with no deadline', () => {
+    const lease = decodedLease({ ...base, leaseOwner: { S: 'java-b' }, checkpointOwner: { S: 'java-a' } });
+    expect([lease.owner, lease.handoff]).toEqual([
+      'java-a',
+      { from: 'java-a', to: 'java-b', deadline: null },
+    ]);
+  });
+
+  it('reads a checkpointOwner without a leaseOwner as that owner, with no hand-off', () => {
+    const lease = decodedLease({ ...base, checkpointOwner: { S: 'java-a' } });
+    expect([lease.owner, lease.handoff]).toEqual(['java-a', null]);
+  });
+
+  it('ignores a deadline left behind by an earlier hand-off between other workers', () => {
+    const lease = decodedLease({
+      ...base,
+      leaseOwner: { S: 'java-c' },
+      checkpointOwner: { S: 'java-a' },
+      handoffDeadline: { M: { epochMillis: { N: '1000' }, from: { S: 'java-a' }, to: { S: 'java-b' } } },
+    });
+    expect(lease.handoff).toEqual({ from: 'java-a', to: 'java-c', deadline: null });
+  });
+
+  it('ignores a deadline when no hand-off is recorded', () => {
+    const lease = decodedLease({
+      ...base,
+      leaseOwner: { S: 'java-b' },
+      handoffDeadline: { M: { epochMillis: { N: '1000' }, from: { S: 'java-a' }, to: { S: 'java-b' } } },
+    });
+    expect([lease.owner, lease.handoff]).toEqual(['java-b', null]);
+  });
+
+  it.each([
+    ['a number', { N: '1000' }],
+    ['a map without epochMillis', { M: { from: { S: 'a' }, to: { S: 'b' } } }],
+    ['a fractional epochMillis', { M: { epochMillis: { N: '1.5' }, from: { S: 'a' }, to: { S: 'b' } } }],
+    [
+      'an epochMillis past the last date',
+      { M: { epochMillis: { N: '9007199254740991' }, from: { S: 'a' }, to: { S: 'b' } } },
+    ],
+  ])('reports a handoffDeadline that is %s as invalid', (_name, value) => {
+    const row = decodeLeaseRow({
+      ...base,
+      leaseOwner: { S: 'b' },
+      checkpointOwner: { S: 'a' },
+      handoffDeadline: value,
+    });
+    expect(row).toMatchObject({
+      kind: 'invalid',
+      leaseKey: 'shardId-6',
+      problem: expect.stringContaining('handoffDeadline'),
+    });
+  });
+
+  it('reads the stream identifier of a multi-stream row from streamName', () => {
+    const lease = decodedLease({
+      ...base,
+      leaseKey: { S: '123456789012:orders:1600000000:shardId-7' },
+      streamName: { S: '123456789012:orders:1600000000' },
+      shardId: { S: 'shardId-7' },
+    });
+    expect(lease.streamIdentifier).toBe('123456789012:orders:1600000000');
+    expect(decodedLease(base).streamIdentifier).toBeNull();
   });
 });
 

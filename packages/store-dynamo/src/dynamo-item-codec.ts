@@ -1,13 +1,13 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { HashKeyRange, Lease } from '@kcl/core';
-import { ExtendedSequenceNumber, hashKeyRange, uniqueSorted } from '@kcl/core';
+import type { HashKeyRange, Lease, LeaseHandoff } from '@kcl/core';
+import { ExtendedSequenceNumber, hashKeyRange, shardIdOfLeaseKey, uniqueSorted } from '@kcl/core';
 
 /** A DynamoDB item in the low-level wire shape (`{ name: { S: '…' } }`). */
 export type DynamoItem = Record<string, AttributeValue>;
 
 /**
  * Attribute names of a lease item, exactly as the Java KCL's `DynamoDBLeaseSerializer` (and
- * `DynamoDBMultiStreamLeaseSerializer`) name them.
+ * `DynamoDBMultiStreamLeaseSerializer`) name them, plus the two kcl-only ones at the end.
  */
 export const LEASE_ATTRIBUTES = Object.freeze({
   leaseKey: 'leaseKey',
@@ -23,21 +23,28 @@ export const LEASE_ATTRIBUTES = Object.freeze({
   childShardIds: 'childShardIds',
   startingHashKey: 'startingHashKey',
   endingHashKey: 'endingHashKey',
+  /** KCL 3.x: the owner still holding the lease during a graceful hand-off (`leaseOwner` is then the next one). */
   checkpointOwner: 'checkpointOwner',
   entityType: 'entityType',
+  /** Multi-stream leases: the stream identifier ("streamName" for legacy reasons, says the Java KCL). */
   streamName: 'streamName',
   shardId: 'shardId',
   /** The partition key of the shared layout; not a Java attribute. */
   applicationName: 'applicationName',
+  /**
+   * kcl only: when a hand-off is void, with the hand-off it belongs to (`{ epochMillis, from, to }`).
+   * The Java KCL keeps its hand-off timeout in memory and never writes one.
+   */
+  handoffDeadline: 'handoffDeadline',
 });
 
 /** The `entityType` of a lease row (KCL 3.5). Rows without `entityType` are leases too. */
 export const LEASE_ENTITY_TYPE = 'LEASE';
 
 /**
- * A multi-stream lease key: `accountId:streamName:creationEpoch:shardId`. The Java KCL writes the first
- * three parts as `streamName` and the last as `shardId` beside the key, and its multi-stream reader
- * needs both.
+ * A multi-stream lease key: `accountId:streamName:creationEpoch:shardId`, the Java KCL's
+ * `streamIdentifier + ":" + shardId`. The store writes `streamName`/`shardId` from a lease's
+ * `streamIdentifier`, never from the shape of its key; this only helps callers split such a key.
  */
 const MULTI_STREAM_LEASE_KEY = /^([0-9]+:[^:]+:[0-9]+):([^:]+)$/;
 
@@ -94,7 +101,8 @@ export function decodeLeaseRow(item: DynamoItem): DecodedLeaseRow {
 }
 
 function decodeLease(leaseKey: string, item: DynamoItem): Lease {
-  const owner = optionalString(item, LEASE_ATTRIBUTES.leaseOwner);
+  const leaseOwner = nonEmpty(optionalString(item, LEASE_ATTRIBUTES.leaseOwner));
+  const checkpointOwner = nonEmpty(optionalString(item, LEASE_ATTRIBUTES.checkpointOwner));
   const leaseCounter = optionalCount(item, LEASE_ATTRIBUTES.leaseCounter);
   if (leaseCounter === null) throw new RowProblem('leaseCounter (N) is missing');
   const checkpoint = position(
@@ -112,7 +120,9 @@ function decodeLease(leaseKey: string, item: DynamoItem): Lease {
   );
   return Object.freeze({
     leaseKey,
-    owner: owner === null || owner.length === 0 ? null : owner,
+    // The Java KCL's Lease.actualOwner(): during a hand-off the old owner, named in checkpointOwner,
+    // still holds the lease and is the only one allowed to checkpoint it.
+    owner: checkpointOwner ?? leaseOwner,
     leaseCounter,
     checkpoint,
     pendingCheckpoint,
@@ -120,17 +130,62 @@ function decodeLease(leaseKey: string, item: DynamoItem): Lease {
     parentShardIds: Object.freeze([...stringSet(item, LEASE_ATTRIBUTES.parentShardId)]),
     childShardIds: Object.freeze([...stringSet(item, LEASE_ATTRIBUTES.childShardIds)]),
     hashKeyRange: hashRange(item),
+    streamIdentifier: nonEmpty(optionalString(item, LEASE_ATTRIBUTES.streamName)),
+    handoff: handoffOf(item, checkpointOwner, leaseOwner),
   });
 }
 
 /**
- * The full item `createLeaseIfAbsent` puts, in the Java KCL's format. Absent values are omitted, never
+ * A KCL 3.x graceful hand-off: Java's initiateGracefulLeaseHandoff writes the next owner to
+ * `leaseOwner` and the current one to `checkpointOwner`. A `checkpointOwner` without a `leaseOwner`
+ * is no hand-off (nobody to hand to); its owner is still the `checkpointOwner`, as Java reads it.
+ */
+function handoffOf(item: DynamoItem, from: string | null, to: string | null): LeaseHandoff | null {
+  if (from === null || to === null) return null;
+  return Object.freeze({ from, to, deadline: handoffDeadline(item, from, to) });
+}
+
+/**
+ * The deadline kcl recorded for this hand-off, or null. Java's take and evict remove `checkpointOwner`
+ * but leave attributes they do not know, so a deadline counts only when it names the same `from` and
+ * `to` as the hand-off now recorded: one left behind by an earlier hand-off never voids a later one.
+ */
+function handoffDeadline(item: DynamoItem, from: string, to: string): Date | null {
+  const value = item[LEASE_ATTRIBUTES.handoffDeadline];
+  if (value === undefined || value.NULL === true) return null;
+  const fields = value.M;
+  const epochMillis = fields?.epochMillis?.N;
+  if (
+    fields === undefined ||
+    epochMillis === undefined ||
+    !SIGNED_INTEGER.test(epochMillis) ||
+    !Number.isSafeInteger(Number(epochMillis)) ||
+    fields.from?.S === undefined ||
+    fields.to?.S === undefined
+  ) {
+    throw new RowProblem(
+      `${LEASE_ATTRIBUTES.handoffDeadline} must be a map (M) of epochMillis (N, an integer), from (S) and to (S), found ${describeValue(value)}`,
+    );
+  }
+  const deadline = new Date(Number(epochMillis));
+  if (Number.isNaN(deadline.getTime())) {
+    throw new RowProblem(`${LEASE_ATTRIBUTES.handoffDeadline}.epochMillis ${epochMillis} is not a date`);
+  }
+  return fields.from.S === from && fields.to.S === to ? deadline : null;
+}
+
+/**
+ * The full item `leases.create` puts, in the Java KCL's format. Absent values are omitted, never
  * written as empty strings or empty sets. `key` holds extra key attributes (the shared layout's
  * `applicationName`).
  */
 export function encodeLeaseItem(lease: Lease, key: DynamoItem = {}): DynamoItem {
   const item: DynamoItem = { ...key, [LEASE_ATTRIBUTES.leaseKey]: { S: lease.leaseKey } };
-  if (lease.owner !== null && lease.owner.length > 0) item[LEASE_ATTRIBUTES.leaseOwner] = { S: lease.owner };
+  // During a hand-off the Java KCL's leaseOwner is already the next owner; the one still holding the
+  // lease is the checkpointOwner.
+  const leaseOwner = lease.handoff?.to ?? lease.owner;
+  if (leaseOwner !== null && leaseOwner.length > 0) item[LEASE_ATTRIBUTES.leaseOwner] = { S: leaseOwner };
+  if (lease.handoff !== null) Object.assign(item, handoffAttributes(lease.handoff));
   item[LEASE_ATTRIBUTES.leaseCounter] = numberValue(lease.leaseCounter);
   Object.assign(item, checkpointAttributes(lease.checkpoint));
   if (lease.pendingCheckpoint !== null)
@@ -142,12 +197,38 @@ export function encodeLeaseItem(lease: Lease, key: DynamoItem = {}): DynamoItem 
   if (children !== null) item[LEASE_ATTRIBUTES.childShardIds] = children;
   if (lease.hashKeyRange !== null) Object.assign(item, hashKeyRangeAttributes(lease.hashKeyRange));
   item[LEASE_ATTRIBUTES.entityType] = { S: LEASE_ENTITY_TYPE };
-  const multiStream = multiStreamParts(lease.leaseKey);
-  if (multiStream !== null) {
-    item[LEASE_ATTRIBUTES.streamName] = { S: multiStream.streamIdentifier };
-    item[LEASE_ATTRIBUTES.shardId] = { S: multiStream.shardId };
+  if (lease.streamIdentifier !== null) {
+    // As the Java multi-stream serializer writes them; its reader requires both.
+    item[LEASE_ATTRIBUTES.streamName] = { S: lease.streamIdentifier };
+    item[LEASE_ATTRIBUTES.shardId] = { S: shardIdInStream(lease.leaseKey, lease.streamIdentifier) };
   }
   return item;
+}
+
+/** `checkpointOwner` and, with a deadline, kcl's `handoffDeadline`. */
+function handoffAttributes(handoff: LeaseHandoff): DynamoItem {
+  const item: DynamoItem = { [LEASE_ATTRIBUTES.checkpointOwner]: { S: handoff.from } };
+  if (handoff.deadline !== null) {
+    item[LEASE_ATTRIBUTES.handoffDeadline] = {
+      M: {
+        epochMillis: numberValue(handoff.deadline.getTime()),
+        from: { S: handoff.from },
+        to: { S: handoff.to },
+      },
+    };
+  }
+  return item;
+}
+
+/**
+ * The shard id of a multi-stream lease, as Java's MultiStreamLease keys it
+ * (`streamIdentifier + ":" + shardId`); the last part of the key if it does not start that way.
+ */
+function shardIdInStream(leaseKey: string, streamIdentifier: string): string {
+  const prefix = `${streamIdentifier}:`;
+  return leaseKey.startsWith(prefix) && leaseKey.length > prefix.length
+    ? leaseKey.slice(prefix.length)
+    : shardIdOfLeaseKey(leaseKey);
 }
 
 export function checkpointAttributes(checkpoint: ExtendedSequenceNumber): DynamoItem {
@@ -197,6 +278,16 @@ function optionalString(item: DynamoItem, name: string): string | null {
 }
 
 const INTEGER = /^[0-9]+$/;
+const SIGNED_INTEGER = /^-?[0-9]+$/;
+
+function nonEmpty(value: string | null): string | null {
+  return value === null || value.length === 0 ? null : value;
+}
+
+function describeValue(value: AttributeValue): string {
+  const type = attributeType(value);
+  return type === 'M' ? `a map of ${Object.keys(value.M ?? {}).join(', ') || 'nothing'}` : type;
+}
 
 function optionalCount(item: DynamoItem, name: string): number | null {
   const value = item[name];

@@ -46,19 +46,19 @@ describe('resolveDynamoLeaseStoreOptions', () => {
       logger: { warn: () => {} },
     });
     expect(problems).toEqual([
-      'client must be a DynamoDBClient (an object with a send method)',
-      'applicationName must be a non-empty string',
-      "layout must be 'java' or 'shared', got \"sideways\"",
+      'client must be a DynamoDBClient (an object with send)',
+      'applicationName must be a non-empty string: the application whose leases the store holds, got ""',
+      'layout must be one of java, shared, got "sideways"',
       expect.stringContaining('tableName "x" is not a valid DynamoDB table name'),
-      'billing.readCapacityUnits must be a positive integer with PROVISIONED billing',
-      'billing.writeCapacityUnits must be a positive integer with PROVISIONED billing',
-      'consistentReads must be a boolean',
-      'clock must implement now, monotonicNow and sleep (a Clock from @kcl/core)',
-      'renewConcurrency must be a positive integer',
-      'pageSize must be a positive integer',
-      'schemaWaitTimeoutMs must be a positive integer',
-      'schemaPollIntervalMs must be a positive integer',
-      'logger must implement debug, info, warn and error (a Logger from @kcl/core)',
+      'billing.readCapacityUnits must be an integer from 1 to ∞, got 0',
+      'billing.writeCapacityUnits is required with PROVISIONED billing',
+      'consistentReads must be true or false, got "yes"',
+      'clock must be a Clock from @kcl/core (an object with now, monotonicNow, sleep)',
+      'renewConcurrency must be an integer from 1 to ∞, got 0',
+      'pageSize must be an integer from 1 to ∞, got 1.5',
+      'schemaWaitTimeoutMs must be an integer from 1 to ∞, got -1',
+      'schemaPollIntervalMs must be an integer from 1 to ∞, got 0',
+      'logger must be a Logger from @kcl/core (an object with debug, info, warn, error)',
     ]);
   });
 
@@ -82,7 +82,7 @@ describe('resolveDynamoLeaseStoreOptions', () => {
 
   it('the error message starts with the package name', () => {
     expect(() => resolveDynamoLeaseStoreOptions({ client, applicationName: '' })).toThrow(
-      /^@kcl\/store-dynamo: invalid configuration \(1 problem\)/,
+      /^@kcl\/store-dynamo createDynamoLeaseStore: invalid configuration \(1 problem\)/,
     );
   });
 });

@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Clock, Logger } from '@kcl/core';
-import { ConfigurationError, noopLogger, systemClock } from '@kcl/core';
+import { noopLogger, OptionProblems, systemClock } from '@kcl/core';
 
 /** The package name, which every message of this package starts with. */
 export const PACKAGE_NAME = '@kcl/store-dynamo';
@@ -24,7 +24,10 @@ export type DynamoTableBilling =
     };
 
 export interface DynamoLeaseStoreOptions {
-  /** The DynamoDB client to use. The store never creates, configures or destroys clients. */
+  /**
+   * The DynamoDB client to use. The store never creates or configures it, and leaves it to the caller
+   * unless `destroyClientOnClose` says otherwise.
+   */
   readonly client: DynamoDBClient;
   /** The application (consumer group) whose leases this store reads and writes. */
   readonly applicationName: string;
@@ -39,11 +42,11 @@ export interface DynamoLeaseStoreOptions {
   readonly workerTableName?: string;
   /** Billing of the tables `ensureSchema` creates (default PAY_PER_REQUEST, like the Java KCL). */
   readonly billing?: DynamoTableBilling;
-  /** Strongly consistent `getLease`/`listLeases`/`listWorkers` (default true). */
+  /** Strongly consistent `leases.get`, `leases.list`, `workers.list` and `admin.scan` (default true). */
   readonly consistentReads?: boolean;
   /** The clock for heartbeat timestamps and for waiting while a table is created (default: system clock). */
   readonly clock?: Clock;
-  /** How many renewals `renewLeases` runs at once (default 10). */
+  /** How many renewals `leases.renewMany` runs at once (default 10). */
   readonly renewConcurrency?: number;
   /** Items per Scan/Query page (DynamoDB's `Limit`); unset lets DynamoDB fill 1 MB pages. */
   readonly pageSize?: number;
@@ -53,6 +56,8 @@ export interface DynamoLeaseStoreOptions {
   readonly schemaPollIntervalMs?: number;
   /** Where the store reports what it skipped or could not check, e.g. an unreadable lease row (default: nothing). */
   readonly logger?: Logger;
+  /** `close()` destroys the client too: for a client opened only for this store (default false). */
+  readonly destroyClientOnClose?: boolean;
 }
 
 /** Options with every default filled in. */
@@ -70,6 +75,7 @@ export interface ResolvedDynamoLeaseStoreOptions {
   readonly schemaWaitTimeoutMs: number;
   readonly schemaPollIntervalMs: number;
   readonly logger: Logger;
+  readonly destroyClientOnClose: boolean;
 }
 
 export const DEFAULT_WORKER_TABLE_SUFFIX = '-kcl-workers';
@@ -80,134 +86,59 @@ const MAX_PARTITION_KEY_BYTES = 2048;
 
 const LAYOUTS: readonly DynamoLeaseTableLayout[] = ['java', 'shared'];
 
+/** Names the call in every configuration error, as the package's messages start. */
+const COMPONENT = `${PACKAGE_NAME} createDynamoLeaseStore`;
+
 /** Checks the options and fills in defaults; lists every problem at once in one `ConfigurationError`. */
 export function resolveDynamoLeaseStoreOptions(
   options: DynamoLeaseStoreOptions,
 ): ResolvedDynamoLeaseStoreOptions {
-  const problems: string[] = [];
+  const check = new OptionProblems(COMPONENT);
   const input = (options ?? {}) as Partial<DynamoLeaseStoreOptions>;
 
-  if (
-    input.client === null ||
-    typeof input.client !== 'object' ||
-    typeof (input.client as { send?: unknown }).send !== 'function'
-  ) {
-    problems.push('client must be a DynamoDBClient (an object with a send method)');
+  if (input.client === undefined) check.add('client is required: the DynamoDBClient the store sends with');
+  const client = check.optionalObjectWith<DynamoDBClient>(
+    'client',
+    input.client,
+    ['send'],
+    'a DynamoDBClient',
+  );
+
+  const applicationName = check.string(
+    'applicationName',
+    input.applicationName,
+    undefined,
+    'the application whose leases the store holds',
+  );
+  if (Buffer.byteLength(applicationName, 'utf8') > MAX_PARTITION_KEY_BYTES) {
+    check.add(`applicationName must be at most ${MAX_PARTITION_KEY_BYTES} bytes in UTF-8`);
   }
 
-  const applicationName = input.applicationName;
-  if (typeof applicationName !== 'string' || applicationName.length === 0) {
-    problems.push('applicationName must be a non-empty string');
-  } else if (Buffer.byteLength(applicationName, 'utf8') > MAX_PARTITION_KEY_BYTES) {
-    problems.push(`applicationName must be at most ${MAX_PARTITION_KEY_BYTES} bytes in UTF-8`);
-  }
-
-  const layout = input.layout ?? 'java';
-  if (!LAYOUTS.includes(layout)) {
-    problems.push(`layout must be 'java' or 'shared', got ${JSON.stringify(layout)}`);
-  }
-
-  let tableName = input.tableName;
-  if (tableName === undefined) {
-    if (layout === 'shared') {
-      problems.push("tableName is required with layout 'shared' (the table the applications share)");
-    } else if (typeof applicationName === 'string' && applicationName.length > 0) {
-      tableName = applicationName;
-      if (!TABLE_NAME.test(tableName)) {
-        problems.push(
-          `tableName defaults to the applicationName ${JSON.stringify(applicationName)}, which is not a valid DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, '_', '-', '.'); pass tableName`,
-        );
-      }
-    }
-  } else if (typeof tableName !== 'string' || !TABLE_NAME.test(tableName)) {
-    problems.push(
-      `tableName ${JSON.stringify(tableName)} is not a valid DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, '_', '-', '.')`,
-    );
-  }
-
-  let workerTableName = input.workerTableName;
-  if (workerTableName === undefined) {
-    if (typeof tableName === 'string') {
-      workerTableName = `${tableName}${DEFAULT_WORKER_TABLE_SUFFIX}`;
-      if (workerTableName.length > 255 && TABLE_NAME.test(tableName)) {
-        problems.push(
-          `the default workerTableName ${JSON.stringify(workerTableName)} is longer than 255 characters; pass workerTableName`,
-        );
-      }
-    }
-  } else if (typeof workerTableName !== 'string' || !TABLE_NAME.test(workerTableName)) {
-    problems.push(
-      `workerTableName ${JSON.stringify(workerTableName)} is not a valid DynamoDB table name (3-255 characters of a-z, A-Z, 0-9, '_', '-', '.')`,
-    );
-  } else if (workerTableName === tableName) {
-    problems.push(
-      'workerTableName must differ from tableName: Java KCL workers would read workers as leases',
-    );
-  }
-
-  const billing = input.billing ?? { mode: 'PAY_PER_REQUEST' };
-  if (billing === null || typeof billing !== 'object') {
-    problems.push("billing must be { mode: 'PAY_PER_REQUEST' } or { mode: 'PROVISIONED', … }");
-  } else if (billing.mode === 'PROVISIONED') {
-    if (!isPositiveInteger(billing.readCapacityUnits)) {
-      problems.push('billing.readCapacityUnits must be a positive integer with PROVISIONED billing');
-    }
-    if (!isPositiveInteger(billing.writeCapacityUnits)) {
-      problems.push('billing.writeCapacityUnits must be a positive integer with PROVISIONED billing');
-    }
-  } else if (billing.mode !== 'PAY_PER_REQUEST') {
-    problems.push(
-      `billing.mode must be 'PAY_PER_REQUEST' or 'PROVISIONED', got ${JSON.stringify((billing as { mode: unknown }).mode)}`,
-    );
-  }
-
-  const consistentReads = input.consistentReads ?? true;
-  if (typeof consistentReads !== 'boolean') problems.push('consistentReads must be a boolean');
-
-  const clock = input.clock ?? systemClock;
-  if (
-    clock === null ||
-    typeof clock !== 'object' ||
-    typeof clock.now !== 'function' ||
-    typeof clock.monotonicNow !== 'function' ||
-    typeof clock.sleep !== 'function'
-  ) {
-    problems.push('clock must implement now, monotonicNow and sleep (a Clock from @kcl/core)');
-  }
-
-  const renewConcurrency = input.renewConcurrency ?? 10;
-  if (!isPositiveInteger(renewConcurrency)) problems.push('renewConcurrency must be a positive integer');
-
-  const pageSize = input.pageSize ?? null;
-  if (pageSize !== null && !isPositiveInteger(pageSize)) problems.push('pageSize must be a positive integer');
-
-  const schemaWaitTimeoutMs = input.schemaWaitTimeoutMs ?? 600_000;
-  if (!isPositiveInteger(schemaWaitTimeoutMs))
-    problems.push('schemaWaitTimeoutMs must be a positive integer');
-
-  const schemaPollIntervalMs = input.schemaPollIntervalMs ?? 1_000;
-  if (!isPositiveInteger(schemaPollIntervalMs)) {
-    problems.push('schemaPollIntervalMs must be a positive integer');
-  }
-
-  const logger = input.logger ?? noopLogger;
-  if (
-    logger === null ||
-    typeof logger !== 'object' ||
-    !(['debug', 'info', 'warn', 'error'] as const).every((level) => typeof logger[level] === 'function')
-  ) {
-    problems.push('logger must implement debug, info, warn and error (a Logger from @kcl/core)');
-  }
-
-  if (problems.length > 0) throw new ConfigurationError(PACKAGE_NAME, problems);
+  const layout = check.oneOf('layout', input.layout, LAYOUTS, 'java');
+  const tableName = checkTableName(check, input.tableName, input.layout, applicationName);
+  const workerTableName = checkWorkerTableName(check, input.workerTableName, tableName);
+  const billing = checkBilling(check, input.billing);
+  const consistentReads = check.boolean('consistentReads', input.consistentReads, true);
+  const clock = check.clock('clock', input.clock, systemClock);
+  const renewConcurrency = check.integer('renewConcurrency', input.renewConcurrency, 10, { min: 1 });
+  const pageSize = check.optionalInteger('pageSize', input.pageSize, { min: 1 }) ?? null;
+  const schemaWaitTimeoutMs = check.integer('schemaWaitTimeoutMs', input.schemaWaitTimeoutMs, 600_000, {
+    min: 1,
+  });
+  const schemaPollIntervalMs = check.integer('schemaPollIntervalMs', input.schemaPollIntervalMs, 1_000, {
+    min: 1,
+  });
+  const logger = check.logger('logger', input.logger, noopLogger);
+  const destroyClientOnClose = check.boolean('destroyClientOnClose', input.destroyClientOnClose, false);
+  check.throwIfAny();
 
   return Object.freeze({
-    client: input.client as DynamoDBClient,
-    applicationName: applicationName as string,
+    client: client as DynamoDBClient,
+    applicationName,
     tableName: tableName as string,
     layout,
     workerTableName: workerTableName as string,
-    billing: Object.freeze({ ...billing }),
+    billing,
     consistentReads,
     clock,
     renewConcurrency,
@@ -215,9 +146,92 @@ export function resolveDynamoLeaseStoreOptions(
     schemaWaitTimeoutMs,
     schemaPollIntervalMs,
     logger,
+    destroyClientOnClose,
   });
 }
 
-function isPositiveInteger(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+const TABLE_NAME_RULE = "3-255 characters of a-z, A-Z, 0-9, '_', '-', '.'";
+
+/**
+ * The lease table: as given, or in the `java` layout the application name (the Java KCL's default).
+ * Undefined when there is none to use (the problem is recorded).
+ */
+function checkTableName(
+  check: OptionProblems,
+  value: unknown,
+  layout: unknown,
+  applicationName: string,
+): string | undefined {
+  if (value !== undefined) {
+    if (typeof value === 'string' && TABLE_NAME.test(value)) return value;
+    check.add(`tableName ${JSON.stringify(value)} is not a valid DynamoDB table name (${TABLE_NAME_RULE})`);
+    return undefined;
+  }
+  if (layout === 'shared') {
+    check.add("tableName is required with layout 'shared' (the table the applications share)");
+    return undefined;
+  }
+  if (applicationName === '') return undefined;
+  if (!TABLE_NAME.test(applicationName)) {
+    check.add(
+      `tableName defaults to the applicationName ${JSON.stringify(applicationName)}, which is not a valid DynamoDB table name (${TABLE_NAME_RULE}); pass tableName`,
+    );
+  }
+  return applicationName;
+}
+
+/** The worker registry table: as given, or named after the lease table. */
+function checkWorkerTableName(
+  check: OptionProblems,
+  value: unknown,
+  tableName: string | undefined,
+): string | undefined {
+  if (value === undefined) {
+    if (tableName === undefined) return undefined;
+    const workerTableName = `${tableName}${DEFAULT_WORKER_TABLE_SUFFIX}`;
+    if (workerTableName.length > 255 && TABLE_NAME.test(tableName)) {
+      check.add(
+        `the default workerTableName ${JSON.stringify(workerTableName)} is longer than 255 characters; pass workerTableName`,
+      );
+    }
+    return workerTableName;
+  }
+  if (typeof value !== 'string' || !TABLE_NAME.test(value)) {
+    check.add(
+      `workerTableName ${JSON.stringify(value)} is not a valid DynamoDB table name (${TABLE_NAME_RULE})`,
+    );
+    return undefined;
+  }
+  if (value === tableName) {
+    check.add('workerTableName must differ from tableName: Java KCL workers would read workers as leases');
+  }
+  return value;
+}
+
+const PAY_PER_REQUEST: DynamoTableBilling = Object.freeze({ mode: 'PAY_PER_REQUEST' });
+
+function checkBilling(check: OptionProblems, value: unknown): DynamoTableBilling {
+  if (value === undefined) return PAY_PER_REQUEST;
+  if (value === null || typeof value !== 'object') {
+    check.add("billing must be { mode: 'PAY_PER_REQUEST' } or { mode: 'PROVISIONED', … }");
+    return PAY_PER_REQUEST;
+  }
+  const given = value as { mode?: unknown; readCapacityUnits?: unknown; writeCapacityUnits?: unknown };
+  if (given.mode === undefined) {
+    check.add("billing.mode is required: 'PAY_PER_REQUEST' or 'PROVISIONED'");
+    return PAY_PER_REQUEST;
+  }
+  const billing = check.within('billing');
+  const mode = billing.oneOf('mode', given.mode, ['PAY_PER_REQUEST', 'PROVISIONED'], 'PAY_PER_REQUEST');
+  if (mode === 'PAY_PER_REQUEST') return PAY_PER_REQUEST;
+  const capacityUnits = (name: 'readCapacityUnits' | 'writeCapacityUnits'): number => {
+    if (given[name] !== undefined) return billing.integer(name, given[name], 1, { min: 1 });
+    billing.add(`billing.${name} is required with PROVISIONED billing`);
+    return 1;
+  };
+  return Object.freeze({
+    mode,
+    readCapacityUnits: capacityUnits('readCapacityUnits'),
+    writeCapacityUnits: capacityUnits('writeCapacityUnits'),
+  });
 }

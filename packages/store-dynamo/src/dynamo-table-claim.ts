@@ -3,7 +3,7 @@ import type { DynamoDBClient, Tag } from '@aws-sdk/client-dynamodb';
 import { ListTagsOfResourceCommand, TagResourceCommand } from '@aws-sdk/client-dynamodb';
 import type { Logger } from '@kcl/core';
 import { LeaseStoreError } from '@kcl/core';
-import { mapDynamoError } from './dynamo-error-mapping.js';
+import { mapDynamoError, sendOptions } from './dynamo-error-mapping.js';
 import type { DynamoTableBilling } from './dynamo-lease-store-options.js';
 import { PACKAGE_NAME } from './dynamo-lease-store-options.js';
 import type { DynamoTableDefinition } from './dynamo-table-schema.js';
@@ -54,6 +54,7 @@ export interface LeaseTableTagClaimOptions {
   readonly tableArn: string | undefined;
   readonly applicationName: string;
   readonly logger: Logger;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -65,7 +66,7 @@ export interface LeaseTableTagClaimOptions {
  * a best-effort check must not stop a worker.
  */
 export async function claimLeaseTableTag(options: LeaseTableTagClaimOptions): Promise<void> {
-  const { client, definition, billing, tableArn, applicationName, logger } = options;
+  const { client, definition, billing, tableArn, applicationName, logger, signal } = options;
   const tableName = definition.tableName;
   const unchecked = (why: string, error?: unknown): void => {
     logger.warn(
@@ -86,6 +87,7 @@ export async function claimLeaseTableTag(options: LeaseTableTagClaimOptions): Pr
           ResourceArn: tableArn,
           ...(nextToken === undefined ? {} : { NextToken: nextToken }),
         }),
+        sendOptions(signal),
       );
       const found = (output.Tags ?? []).find((tag: Tag) => tag.Key === TABLE_OWNER_TAG);
       if (found !== undefined) return found.Value ?? '';
@@ -94,12 +96,14 @@ export async function claimLeaseTableTag(options: LeaseTableTagClaimOptions): Pr
     return undefined;
   };
   const describe = (error: unknown, operation: string): Error =>
-    mapDynamoError(error, { operation, table: definition, billing });
+    mapDynamoError(error, { operation, table: definition, billing, signal });
 
   let owner: string | undefined;
   try {
     owner = await readOwner();
   } catch (error) {
+    // An aborted call is the caller's decision, not a tag that cannot be read.
+    if (signal?.aborted === true) throw describe(error, 'ListTagsOfResource');
     unchecked('ListTagsOfResource failed', describe(error, 'ListTagsOfResource'));
     return;
   }
@@ -107,9 +111,11 @@ export async function claimLeaseTableTag(options: LeaseTableTagClaimOptions): Pr
     try {
       await client.send(
         new TagResourceCommand({ ResourceArn: tableArn, Tags: [{ Key: TABLE_OWNER_TAG, Value: ours }] }),
+        sendOptions(signal),
       );
       owner = await readOwner();
     } catch (error) {
+      if (signal?.aborted === true) throw describe(error, 'TagResource');
       unchecked('TagResource failed', describe(error, 'TagResource'));
       return;
     }

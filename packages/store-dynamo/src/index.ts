@@ -6,19 +6,15 @@ export {
   LEASE_ENTITY_TYPE,
   multiStreamParts,
 } from './dynamo-item-codec.js';
-export type {
-  DynamoInvalidLeaseRow,
-  DynamoLeaseStore,
-  DynamoLeaseTableSummary,
-  DynamoScanSummaryOptions,
-} from './dynamo-lease-store.js';
-export { createDynamoLeaseStore, summarizeDynamoLeaseTable } from './dynamo-lease-store.js';
+export type { DynamoLeaseStore, DynamoLeaseStoreAdministration } from './dynamo-lease-store.js';
+export { createDynamoLeaseStore } from './dynamo-lease-store.js';
 export type {
   DynamoLeaseStoreOptions,
   DynamoLeaseTableLayout,
   DynamoTableBilling,
 } from './dynamo-lease-store-options.js';
 export { DEFAULT_WORKER_TABLE_SUFFIX } from './dynamo-lease-store-options.js';
+export type { DynamoLeaseTableScan } from './dynamo-lease-table.js';
 export type { DynamoTableDefinition } from './dynamo-table-schema.js';
 export {
   createTableCommandLine,

@@ -5,7 +5,7 @@ import {
   ListTagsOfResourceCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { Logger } from '@kcl/core';
-import { ExtendedSequenceNumber, LeaseStoreError, noopLogger } from '@kcl/core';
+import { ExtendedSequenceNumber, LeaseStoreError, noopLogger, StoreCallAbortedError } from '@kcl/core';
 import { ManualClock } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoLeaseStore, createTableInput, leaseTableDefinition } from '../src/index.js';
@@ -58,12 +58,12 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       clock,
       schemaPollIntervalMs: 1_000,
     });
-    const result = await driveClock(clock, 1_000, store.ensureSchema());
+    const result = await driveClock(clock, 1_000, store.admin.ensureSchema());
     expect(result.error).toBeUndefined();
     expect(clock.monotonicNow()).toBeGreaterThanOrEqual(1_000);
     expect(await status(client, 'waiting-app')).toBe('ACTIVE');
     expect(await status(client, 'waiting-app-kcl-workers')).toBe('ACTIVE');
-    const created = await store.createLeaseIfAbsent({
+    const created = await store.leases.create({
       leaseKey: 'shardId-1',
       checkpoint: ExtendedSequenceNumber.LATEST,
     });
@@ -79,7 +79,7 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       schemaPollIntervalMs: 1_000,
       schemaWaitTimeoutMs: 5_000,
     });
-    const result = await driveClock(clock, 1_000, store.ensureSchema());
+    const result = await driveClock(clock, 1_000, store.admin.ensureSchema());
     expect(result.error).toBeInstanceOf(LeaseStoreError);
     const error = result.error as LeaseStoreError;
     expect(error.retryable).toBe(true);
@@ -87,6 +87,32 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       /^@kcl\/store-dynamo: table "stuck-app(-kcl-workers)?" did not become ACTIVE within 5000 ms \(last status: CREATING\)/,
     );
     expect(clock.monotonicNow()).toBe(5_000);
+  });
+
+  it('stops waiting for a table at once when its signal aborts', async () => {
+    const clock = new ManualClock();
+    const client = stuck.client();
+    const commands = countCommands(client);
+    const store = createDynamoLeaseStore({
+      client,
+      applicationName: 'stuck-aborted-app',
+      clock,
+      schemaPollIntervalMs: 1_000,
+    });
+    const controller = new AbortController();
+    const outcome = store.admin.ensureSchema({ signal: controller.signal }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    // Both tables are CREATING and the store sleeps on the clock before asking again.
+    while (clock.pendingSleeps < 2) await new Promise<void>((resolve) => setImmediate(resolve));
+    const describes = commands.get('DescribeTableCommand');
+    controller.abort();
+    const error = await outcome;
+    expect(StoreCallAbortedError.is(error)).toBe(true);
+    expect(clock.pendingSleeps).toBe(0);
+    expect(clock.monotonicNow()).toBe(0);
+    expect(commands.get('DescribeTableCommand')).toBe(describes);
   });
 
   it('waits for a table someone else is creating instead of failing', async () => {
@@ -104,7 +130,7 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       clock,
       schemaPollIntervalMs: 500,
     });
-    expect((await driveClock(clock, 500, store.ensureSchema())).error).toBeUndefined();
+    expect((await driveClock(clock, 500, store.admin.ensureSchema())).error).toBeUndefined();
     expect(counts.get('CreateTableCommand')).toBe(1); // only the worker table
     expect(counts.get('DescribeTableCommand')).toBeGreaterThan(2);
   });
@@ -121,15 +147,15 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
         schemaPollIntervalMs: 10,
       }),
     );
-    await Promise.all(stores.map((store) => store.ensureSchema()));
+    await Promise.all(stores.map((store) => store.admin.ensureSchema()));
     expect(counts.get('CreateTableCommand')).toBeGreaterThanOrEqual(2);
     for (const [index, store] of stores.entries()) {
-      await store.createLeaseIfAbsent({
+      await store.leases.create({
         leaseKey: 'shardId-1',
         checkpoint: ExtendedSequenceNumber.of(String(index + 1)),
       });
     }
-    expect((await stores[3]?.getLease('shardId-1'))?.checkpoint.sequenceNumber).toBe('4');
+    expect((await stores[3]?.leases.get('shardId-1'))?.checkpoint.sequenceNumber).toBe('4');
   });
 
   it('leaves an existing table alone and does not call CreateTable', async () => {
@@ -139,9 +165,9 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       applicationName: 'existing-app',
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     const counts = countCommands(client);
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     expect(counts.get('CreateTableCommand')).toBeUndefined();
     expect(counts.get('DescribeTableCommand')).toBe(2);
   });
@@ -154,7 +180,7 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       billing: { mode: 'PROVISIONED', readCapacityUnits: 10, writeCapacityUnits: 7 },
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     for (const tableName of ['provisioned-app', 'provisioned-app-kcl-workers']) {
       const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
       expect(table?.ProvisionedThroughput).toMatchObject({ ReadCapacityUnits: 10, WriteCapacityUnits: 7 });
@@ -167,7 +193,7 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       client,
       applicationName: 'java-table',
       schemaPollIntervalMs: 10,
-    }).ensureSchema();
+    }).admin.ensureSchema();
     const shared = createDynamoLeaseStore({
       client,
       applicationName: 'someone',
@@ -175,7 +201,7 @@ describe.skipIf(!quick.check.available || !stuck.check.available)('ensureSchema'
       layout: 'shared',
       schemaPollIntervalMs: 10,
     });
-    const error = await shared.ensureSchema().then(
+    const error = await shared.admin.ensureSchema().then(
       () => null,
       (caught: unknown) => caught,
     );
@@ -200,9 +226,9 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       applicationName: 'orders-search',
       tableName: 'shared-by-mistake',
     });
-    await first.ensureSchema();
-    await first.ensureSchema();
-    const error = await second.ensureSchema().then(
+    await first.admin.ensureSchema();
+    await first.admin.ensureSchema();
+    const error = await second.admin.ensureSchema().then(
       () => null,
       (caught: unknown) => caught,
     );
@@ -223,7 +249,23 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       tableName: 'really-shared',
       layout: 'shared',
     });
-    await expect(Promise.all([sharedA.ensureSchema(), sharedB.ensureSchema()])).resolves.toBeDefined();
+    await expect(Promise.all([sharedA.admin.ensureSchema(), sharedB.admin.ensureSchema()])).resolves.toEqual([
+      undefined,
+      undefined,
+    ]);
+    // Each keeps its own lease under the same key.
+    for (const [store, checkpoint] of [
+      [sharedA, '1'],
+      [sharedB, '2'],
+    ] as const) {
+      const created = await store.leases.create({
+        leaseKey: 'shardId-000000000000',
+        checkpoint: ExtendedSequenceNumber.of(checkpoint),
+      });
+      expect(created.ok).toBe(true);
+    }
+    expect((await sharedA.leases.list()).map((lease) => lease.checkpoint.sequenceNumber)).toEqual(['1']);
+    expect((await sharedB.leases.list()).map((lease) => lease.checkpoint.sequenceNumber)).toEqual(['2']);
   });
 
   it('lets applications with their own Java-layout tables share one custom worker table', async () => {
@@ -242,13 +284,13 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       workerTableName: 'all-kcl-workers',
       schemaPollIntervalMs: 10,
     });
-    await billing.ensureSchema();
-    await search.ensureSchema();
-    await billing.ensureSchema();
-    await billing.heartbeatWorker('billing-1');
-    await search.heartbeatWorker('search-1');
-    expect((await billing.listWorkers()).map((worker) => worker.workerId)).toEqual(['billing-1']);
-    expect((await search.listWorkers()).map((worker) => worker.workerId)).toEqual(['search-1']);
+    await billing.admin.ensureSchema();
+    await search.admin.ensureSchema();
+    await billing.admin.ensureSchema();
+    await billing.workers.heartbeat('billing-1');
+    await search.workers.heartbeat('search-1');
+    expect((await billing.workers.list()).map((worker) => worker.workerId)).toEqual(['billing-1']);
+    expect((await search.workers.list()).map((worker) => worker.workerId)).toEqual(['search-1']);
   });
 
   it('refuses a second application on one Java-layout table even when each keeps its own worker table', async () => {
@@ -267,8 +309,8 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       workerTableName: 'orders-search-workers',
       schemaPollIntervalMs: 10,
     });
-    await first.ensureSchema();
-    const error = await second.ensureSchema().then(
+    await first.admin.ensureSchema();
+    const error = await second.admin.ensureSchema().then(
       () => null,
       (caught: unknown) => caught,
     );
@@ -278,7 +320,7 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       'lease table "one-lease-table" already holds the leases of application "orders-billing", not "orders-search"',
     );
     // The owner is not disturbed, and the lease table names it for every registry.
-    await first.ensureSchema();
+    await first.admin.ensureSchema();
     expect(await ownerTag(client, 'one-lease-table')).toBe('orders-billing');
   });
 
@@ -299,7 +341,7 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       schemaPollIntervalMs: 10,
       logger,
     });
-    await owner.ensureSchema();
+    await owner.admin.ensureSchema();
     expect(warnings).toEqual([
       expect.stringMatching(
         /^@kcl\/store-dynamo: could not check which application owns lease table "untagged-table" through its kcl:application tag \(ListTagsOfResource failed\).*Grant dynamodb:ListTagsOfResource and dynamodb:TagResource/,
@@ -311,7 +353,7 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       tableName: 'untagged-table',
       schemaPollIntervalMs: 10,
     });
-    const error = await intruder.ensureSchema().then(
+    const error = await intruder.admin.ensureSchema().then(
       () => null,
       (caught: unknown) => caught,
     );
@@ -322,7 +364,7 @@ describe.skipIf(!quick.check.available)('one application per Java-layout table',
       applicationName: 'untagged-owner',
       tableName: 'untagged-table',
       schemaPollIntervalMs: 10,
-    }).ensureSchema();
+    }).admin.ensureSchema();
     expect(await ownerTag(quick.client(), 'untagged-table')).toBe('untagged-owner');
   });
 });

@@ -7,9 +7,9 @@ import {
   LeaseStoreSchemaMissingError,
   noopLogger,
 } from '@kcl/core';
-import { freePort, startDynalite } from '@kcl/testkit';
+import { freePort, javaLeaseItem, startDynalite } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDynamoLeaseStore, summarizeDynamoLeaseTable } from '../src/index.js';
+import { createDynamoLeaseStore } from '../src/index.js';
 import { failCommands, failCommandsWhere } from './command-counter.js';
 import { clientFor, startLocalDynamo } from './local-dynamo.js';
 
@@ -39,23 +39,31 @@ function leaseKeyOf(input: Record<string, unknown>): string | undefined {
 
 function everyCall(store: LeaseStore): Array<[string, () => Promise<unknown>]> {
   return [
-    ['ensureSchema', () => store.ensureSchema()],
-    ['getLease', () => store.getLease('shardId-1')],
-    ['listLeases', () => store.listLeases()],
+    ['admin.ensureSchema', () => store.admin.ensureSchema()],
+    ['leases.get', () => store.leases.get('shardId-1')],
+    ['leases.list', () => store.leases.list()],
     [
-      'createLeaseIfAbsent',
-      () => store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+      'leases.create',
+      () => store.leases.create({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
     ],
-    ['renewLease', () => store.renewLease('shardId-1', 0)],
-    ['takeLease', () => store.takeLease('shardId-1', 0, 'w')],
+    ['leases.renew', () => store.leases.renew('shardId-1', 0)],
+    ['leases.take', () => store.leases.take('shardId-1', 0, 'w')],
+    ['leases.release', () => store.leases.release('shardId-1', 0)],
     [
-      'updateCheckpoint',
-      () => store.updateCheckpoint('shardId-1', 0, { checkpoint: ExtendedSequenceNumber.of('1') }),
+      'leases.checkpoint',
+      () => store.leases.checkpoint('shardId-1', 0, { checkpoint: ExtendedSequenceNumber.of('1') }),
     ],
-    ['deleteLease', () => store.deleteLease('shardId-1')],
-    ['heartbeatWorker', () => store.heartbeatWorker('w')],
-    ['listWorkers', () => store.listWorkers()],
-    ['getMigrationMarker', () => store.getMigrationMarker()],
+    ['leases.updateMeta', () => store.leases.updateMeta('shardId-1', { childShardIds: ['shardId-2'] })],
+    ['leases.delete', () => store.leases.delete('shardId-1')],
+    ['workers.heartbeat', () => store.workers.heartbeat('w')],
+    ['workers.list', () => store.workers.list()],
+    ['workers.remove', () => store.workers.remove('w')],
+    ['admin.getMigrationMarker', () => store.admin.getMigrationMarker()],
+    [
+      'admin.setMigrationMarker',
+      () => store.admin.setMigrationMarker({ migratedTo: 'elsewhere', migratedAt: new Date(0) }),
+    ],
+    ['admin.scan', () => store.admin.scan()],
   ];
 }
 
@@ -83,8 +91,8 @@ describe('an unreachable DynamoDB', () => {
       applicationName: 'stopping-app',
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
-    const created = await store.createLeaseIfAbsent({
+    await store.admin.ensureSchema();
+    const created = await store.leases.create({
       leaseKey: 'shardId-1',
       checkpoint: ExtendedSequenceNumber.LATEST,
     });
@@ -108,30 +116,30 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       applicationName: 'never-created',
       schemaPollIntervalMs: 10,
     });
-    const error = await rejection(store.getLease('shardId-1'));
+    const error = await rejection(store.leases.get('shardId-1'));
     expect(error).toBeInstanceOf(LeaseStoreSchemaMissingError);
     expect((error as LeaseStoreSchemaMissingError).retryable).toBe(false);
     expect((error as Error).message).toContain('the lease table "never-created" does not exist');
-    expect((error as Error).message).toContain('await store.ensureSchema()');
+    expect((error as Error).message).toContain('await store.admin.ensureSchema()');
     expect((error as Error).message).toContain(
       'aws dynamodb create-table --table-name never-created --attribute-definitions AttributeName=leaseKey,AttributeType=S --key-schema AttributeName=leaseKey,KeyType=HASH --billing-mode PAY_PER_REQUEST',
     );
     for (const call of [
-      () => store.listLeases(),
-      () => store.renewLease('shardId-1', 0),
-      () => store.takeLease('shardId-1', 0, 'w'),
-      () => store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+      () => store.leases.list(),
+      () => store.leases.renew('shardId-1', 0),
+      () => store.leases.take('shardId-1', 0, 'w'),
+      () => store.leases.create({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
     ]) {
       expect(await rejection(call())).toBeInstanceOf(LeaseStoreSchemaMissingError);
     }
-    const workerError = await rejection(store.heartbeatWorker('w'));
+    const workerError = await rejection(store.workers.heartbeat('w'));
     expect(workerError).toBeInstanceOf(LeaseStoreSchemaMissingError);
     expect((workerError as Error).message).toContain('the worker registry table "never-created-kcl-workers"');
-    await store.ensureSchema();
-    expect(await store.getLease('shardId-1')).toBeNull();
+    await store.admin.ensureSchema();
+    expect(await store.leases.get('shardId-1')).toBeNull();
   });
 
-  it('one unreadable row: listLeases skips it with a warning naming it, scanSummary lists it, getLease of it rejects', async () => {
+  it('one unreadable row: leases.list skips it with a warning naming it, admin.scan reports it, leases.get of it rejects', async () => {
     const client = dynamo.client();
     const warnings: Array<[string, LogFields | undefined]> = [];
     const logger: Logger = { ...noopLogger, warn: (message, fields) => warnings.push([message, fields]) };
@@ -143,24 +151,25 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       pageSize: 1,
       logger,
     });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     for (const leaseKey of ['shardId-000000000000', 'shardId-000000000002']) {
-      await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
+      await store.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST });
     }
     await client.send(
       new PutItemCommand({
         TableName: 'garbage-app',
-        Item: {
-          leaseKey: { S: 'shardId-000000000001' },
-          leaseCounter: { N: '3' },
-          checkpoint: { S: 'garbage' },
-          checkpointSubSequenceNumber: { N: '0' },
-        },
+        // The Java attributes, but a checkpoint no reader can parse.
+        Item: javaLeaseItem({
+          leaseKey: 'shardId-000000000001',
+          leaseCounter: 3,
+          checkpoint: 'garbage',
+          ownerSwitchesSinceCheckpoint: null,
+        }),
       }),
     );
 
     // The fleet keeps working on every other lease, as the Java KCL does: it skips the row and logs.
-    const listed = await store.listLeases();
+    const listed = await store.leases.list();
     expect(listed.map((lease) => lease.leaseKey)).toEqual(['shardId-000000000000', 'shardId-000000000002']);
     expect(warnings).toEqual([
       [
@@ -176,35 +185,29 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     ]);
     const [free] = listed;
     expect(
-      free !== undefined && (await store.takeLease(free.leaseKey, free.leaseCounter, 'worker-1')).ok,
+      free !== undefined && (await store.leases.take(free.leaseKey, free.leaseCounter, 'worker-1')).ok,
     ).toBe(true);
 
-    // Operators see the row in the store's scan summary (and summarizeDynamoLeaseTable).
-    const summary = await store.scanSummary();
-    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual([
+    // Operators see the row in the store's scan.
+    const scan = await store.admin.scan();
+    expect(scan.leases.map((lease) => lease.leaseKey)).toEqual([
       'shardId-000000000000',
       'shardId-000000000002',
     ]);
-    expect(summary.invalidRows).toEqual([
+    expect(scan.unreadable).toEqual([
       { leaseKey: 'shardId-000000000001', problem: expect.stringContaining('checkpoint "garbage"') },
     ]);
-    expect((await summarizeDynamoLeaseTable({ client, applicationName: 'garbage-app' })).invalidRows).toEqual(
-      summary.invalidRows,
-    );
-    // A strict reader can still ask for the old behaviour.
-    const strict = await rejection(store.scanSummary({ invalidRows: 'throw' }));
-    expect(strict).toBeInstanceOf(LeaseDataError);
-    expect((strict as LeaseDataError).leaseKey).toBe('shardId-000000000001');
+    expect(warnings.at(-1)?.[0]).toContain('store.admin.scan() lists every such row');
 
     // Asked for by key, the row is an error that names it: the caller wanted that lease, not others.
-    const single = await rejection(store.getLease('shardId-000000000001'));
+    const single = await rejection(store.leases.get('shardId-000000000001'));
     expect(single).toBeInstanceOf(LeaseDataError);
     expect((single as LeaseDataError).leaseKey).toBe('shardId-000000000001');
     expect((single as LeaseDataError).retryable).toBe(false);
     expect((single as Error).message).toMatch(
       /^@kcl\/store-dynamo: lease "shardId-000000000001" cannot be read: checkpoint "garbage" is neither a decimal sequence number/,
     );
-    expect((await store.getLease('shardId-000000000000'))?.owner).toBe('worker-1');
+    expect((await store.leases.get('shardId-000000000000'))?.owner).toBe('worker-1');
   });
 
   it('throttling on the way to DynamoDB is a retryable error, and a lost race is still a value', async () => {
@@ -214,8 +217,8 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       applicationName: 'throttled-app',
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
-    const lease = await store.createLeaseIfAbsent({
+    await store.admin.ensureSchema();
+    const lease = await store.leases.create({
       leaseKey: 'shardId-1',
       checkpoint: ExtendedSequenceNumber.LATEST,
     });
@@ -227,36 +230,36 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
         }),
       ),
     );
-    const error = await rejection(store.renewLease('shardId-1', lease.ok ? lease.lease.leaseCounter : 0));
+    const error = await rejection(store.leases.renew('shardId-1', lease.ok ? lease.lease.leaseCounter : 0));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable]).toEqual([
       'LEASE_STORE_THROTTLED',
       true,
     ]);
     expect(
-      await store.createLeaseIfAbsent({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
+      await store.leases.create({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.LATEST }),
     ).toEqual({
       ok: false,
       reason: 'already-exists',
     });
   });
 
-  it('renewLeases: one throttled UpdateItem fails only its own lease, the others renew and say so', async () => {
+  it('leases.renewMany: one throttled UpdateItem fails only its own lease, the others renew and say so', async () => {
     const client = dynamo.client();
     const store = createDynamoLeaseStore({
       client,
       applicationName: 'throttled-batch-app',
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     const held: Lease[] = [];
     for (const leaseKey of ['shardId-0', 'shardId-1', 'shardId-2']) {
-      const created = await store.createLeaseIfAbsent({
+      const created = await store.leases.create({
         leaseKey,
         checkpoint: ExtendedSequenceNumber.LATEST,
       });
       const taken = created.ok
-        ? await store.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1')
+        ? await store.leases.take(leaseKey, created.lease.leaseCounter, 'worker-1')
         : null;
       if (taken === null || !taken.ok) throw new Error(`could not hold ${leaseKey}`);
       held.push(taken.lease);
@@ -266,7 +269,7 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
       (name, input) => name === 'UpdateItemCommand' && leaseKeyOf(input) === 'shardId-1',
       throttled,
     );
-    const results = await store.renewLeases(
+    const results = await store.leases.renewMany(
       held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter })),
     );
     expect(results).toHaveLength(3);
@@ -282,6 +285,6 @@ describe.skipIf(!dynamo.check.available)('store faults against dynalite', () => 
     ]);
     expect((error as Error).message).toContain('renew lease "shardId-1"');
     // What is stored agrees: the two renewals applied, the throttled one did not.
-    expect((await store.listLeases()).map((lease) => lease.leaseCounter)).toEqual([2, 1, 2]);
+    expect((await store.leases.list()).map((lease) => lease.leaseCounter)).toEqual([2, 1, 2]);
   });
 });

@@ -1,7 +1,8 @@
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Lease, LeaseWriteResult } from '@kcl/core';
-import { ExtendedSequenceNumber, hashKeyRange, MAX_HASH_KEY } from '@kcl/core';
+import { ExtendedSequenceNumber, hashKeyRange, LeaseStoreError, MAX_HASH_KEY } from '@kcl/core';
+import { JAVA_SAMPLE, javaLeaseItem } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoLeaseStore } from '../src/index.js';
 import { createDynamoLeaseStore } from '../src/index.js';
@@ -11,11 +12,16 @@ import { startLocalDynamo } from './local-dynamo.js';
 // names and DynamoDB types below, nothing else, no empty string or empty set.
 
 const dynamo = await startLocalDynamo();
-const LONG = '49590338271490256608559692538361571095921575989136588898';
+const LONG = JAVA_SAMPLE.checkpoint;
 type Item = Record<string, AttributeValue>;
 
-/** Every attribute kcl may write on a lease row, with the one type the Java KCL reads it as. */
-const JAVA_LEASE_ATTRIBUTES: Readonly<Record<string, 'S' | 'N' | 'SS'>> = {
+type AttributeType = 'S' | 'N' | 'SS' | 'M';
+
+/**
+ * Every attribute kcl may write on a lease row, with the one type the Java KCL reads it as; and kcl's
+ * own `handoffDeadline`, which the Java reader ignores.
+ */
+const JAVA_LEASE_ATTRIBUTES: Readonly<Record<string, AttributeType>> = {
   leaseKey: 'S',
   leaseOwner: 'S',
   leaseCounter: 'N',
@@ -31,12 +37,14 @@ const JAVA_LEASE_ATTRIBUTES: Readonly<Record<string, 'S' | 'N' | 'SS'>> = {
   entityType: 'S',
   streamName: 'S',
   shardId: 'S',
+  checkpointOwner: 'S',
+  handoffDeadline: 'M',
 };
 
 /** Checks an item as the Java serializer would read it; returns the problems found. */
 function javaFormatProblems(
   item: Item,
-  allowed: Record<string, 'S' | 'N' | 'SS'> = JAVA_LEASE_ATTRIBUTES,
+  allowed: Record<string, AttributeType> = JAVA_LEASE_ATTRIBUTES,
 ): string[] {
   const problems: string[] = [];
   for (const required of [
@@ -66,6 +74,12 @@ function javaFormatProblems(
   }
   if ((item.startingHashKey === undefined) !== (item.endingHashKey === undefined)) {
     problems.push('hash keys must come together');
+  }
+  if ((item.streamName === undefined) !== (item.shardId === undefined)) {
+    problems.push('streamName and shardId must come together');
+  }
+  if (item.checkpointOwner !== undefined && item.leaseOwner === undefined) {
+    problems.push('a checkpointOwner without a leaseOwner is no hand-off');
   }
   if (
     item.checkpoint?.S !== undefined &&
@@ -100,30 +114,25 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
   beforeAll(async () => {
     client = dynamo.client();
     store = createDynamoLeaseStore({ client, applicationName: tableName, schemaPollIntervalMs: 10 });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
   });
   afterAll(() => dynamo.stop());
 
   it('a new lease has the Java attributes only, with nothing empty written', async () => {
     ok(
-      await store.createLeaseIfAbsent({
+      await store.leases.create({
         leaseKey: 'shardId-000000000000',
         checkpoint: ExtendedSequenceNumber.LATEST,
       }),
     );
-    expect(await raw('shardId-000000000000')).toEqual({
-      leaseKey: { S: 'shardId-000000000000' },
-      leaseCounter: { N: '0' },
-      checkpoint: { S: 'LATEST' },
-      checkpointSubSequenceNumber: { N: '0' },
-      ownerSwitchesSinceCheckpoint: { N: '0' },
-      entityType: { S: 'LEASE' },
-    });
+    expect(await raw('shardId-000000000000')).toEqual(
+      javaLeaseItem({ leaseKey: 'shardId-000000000000', checkpoint: 'LATEST', entityType: 'LEASE' }),
+    );
   });
 
   it('a fully populated lease uses S, N and SS exactly as the Java serializer', async () => {
     ok(
-      await store.createLeaseIfAbsent({
+      await store.leases.create({
         leaseKey: 'shardId-000000000004',
         checkpoint: ExtendedSequenceNumber.of(LONG, 5),
         pendingCheckpoint: ExtendedSequenceNumber.of(`${LONG}1`, 0),
@@ -135,33 +144,35 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
         ownerSwitchesSinceCheckpoint: 1,
       }),
     );
-    expect(await raw('shardId-000000000004')).toEqual({
-      leaseKey: { S: 'shardId-000000000004' },
-      leaseOwner: { S: 'w-1' },
-      leaseCounter: { N: '3' },
-      checkpoint: { S: LONG },
-      checkpointSubSequenceNumber: { N: '5' },
-      pendingCheckpoint: { S: `${LONG}1` },
-      pendingCheckpointSubSequenceNumber: { N: '0' },
-      ownerSwitchesSinceCheckpoint: { N: '1' },
-      parentShardId: { SS: ['shardId-000000000002', 'shardId-000000000003'] },
-      childShardIds: { SS: ['shardId-000000000009'] },
-      startingHashKey: { S: '0' },
-      endingHashKey: { S: MAX_HASH_KEY.toString() },
-      entityType: { S: 'LEASE' },
-    });
+    expect(await raw('shardId-000000000004')).toEqual(
+      javaLeaseItem({
+        leaseKey: 'shardId-000000000004',
+        leaseOwner: 'w-1',
+        leaseCounter: 3,
+        checkpoint: LONG,
+        checkpointSubSequenceNumber: 5,
+        pendingCheckpoint: `${LONG}1`,
+        pendingCheckpointSubSequenceNumber: 0,
+        ownerSwitchesSinceCheckpoint: 1,
+        parentShardId: ['shardId-000000000002', 'shardId-000000000003'],
+        childShardIds: ['shardId-000000000009'],
+        startingHashKey: '0',
+        endingHashKey: MAX_HASH_KEY.toString(),
+        entityType: 'LEASE',
+      }),
+    );
   });
 
   it('take, checkpoint, prepare, commit and release write and REMOVE the right attributes', async () => {
     const key = 'shardId-000000000001';
     let lease = ok(
-      await store.createLeaseIfAbsent({
+      await store.leases.create({
         leaseKey: key,
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
         parentShardIds: ['shardId-000000000000'],
       }),
     );
-    lease = ok(await store.takeLease(key, lease.leaseCounter, 'kcl-worker'));
+    lease = ok(await store.leases.take(key, lease.leaseCounter, 'kcl-worker'));
     let item = await raw(key);
     // A free lease has no owner to switch from: the Java taker adds nothing, and neither does kcl.
     expect([item.leaseOwner, item.leaseCounter, item.ownerSwitchesSinceCheckpoint]).toEqual([
@@ -171,7 +182,7 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
     ]);
 
     lease = ok(
-      await store.updateCheckpoint(key, lease.leaseCounter, {
+      await store.leases.checkpoint(key, lease.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of('100', 2),
         pendingCheckpoint: ExtendedSequenceNumber.of(LONG, 7),
       }),
@@ -188,36 +199,105 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
     ]);
 
     lease = ok(
-      await store.updateCheckpoint(key, lease.leaseCounter, {
+      await store.leases.checkpoint(key, lease.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of(LONG, 7),
       }),
     );
     item = await raw(key);
     expect('pendingCheckpoint' in item || 'pendingCheckpointSubSequenceNumber' in item).toBe(false);
 
-    lease = ok(await store.releaseLease(key, lease.leaseCounter));
+    lease = ok(await store.leases.release(key, lease.leaseCounter));
     item = await raw(key);
     expect('leaseOwner' in item).toBe(false);
-    expect(item).toEqual({
-      leaseKey: { S: key },
-      leaseCounter: { N: '4' },
-      checkpoint: { S: LONG },
-      checkpointSubSequenceNumber: { N: '7' },
-      ownerSwitchesSinceCheckpoint: { N: '0' },
-      parentShardId: { SS: ['shardId-000000000000'] },
-      entityType: { S: 'LEASE' },
-    });
+    expect(item).toEqual(
+      javaLeaseItem({
+        leaseKey: key,
+        leaseCounter: 4,
+        checkpoint: LONG,
+        checkpointSubSequenceNumber: 7,
+        parentShardId: ['shardId-000000000000'],
+        entityType: 'LEASE',
+      }),
+    );
 
     ok(
-      await store.updateCheckpoint(key, lease.leaseCounter, { checkpoint: ExtendedSequenceNumber.SHARD_END }),
+      await store.leases.checkpoint(key, lease.leaseCounter, {
+        checkpoint: ExtendedSequenceNumber.SHARD_END,
+      }),
     );
     expect((await raw(key)).checkpoint).toEqual({ S: 'SHARD_END' });
   });
 
+  it('a hand-off is written as the Java KCL writes one, kept by renew and checkpoint, removed by take and release', async () => {
+    const deadline = new Date('2030-01-02T03:04:05.678Z');
+    const handoffAttributes = {
+      leaseOwner: { S: 'worker-b' },
+      checkpointOwner: { S: 'worker-a' },
+      handoffDeadline: {
+        M: { epochMillis: { N: String(deadline.getTime()) }, from: { S: 'worker-a' }, to: { S: 'worker-b' } },
+      },
+    };
+    for (const [leaseKey, end] of [
+      ['shardId-000000000010', 'take'],
+      ['shardId-000000000011', 'release'],
+    ] as const) {
+      let lease = ok(
+        await store.leases.create({
+          leaseKey,
+          checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+          owner: 'worker-a',
+          handoff: { from: 'worker-a', to: 'worker-b', deadline },
+        }),
+      );
+      expect(await raw(leaseKey)).toMatchObject(handoffAttributes);
+      lease = ok(await store.leases.renew(leaseKey, lease.leaseCounter));
+      lease = ok(
+        await store.leases.checkpoint(leaseKey, lease.leaseCounter, {
+          checkpoint: ExtendedSequenceNumber.of('9'),
+        }),
+      );
+      expect(await raw(leaseKey)).toMatchObject({ ...handoffAttributes, leaseCounter: { N: '2' } });
+      const ended =
+        end === 'take'
+          ? ok(await store.leases.take(leaseKey, lease.leaseCounter, 'worker-b'))
+          : ok(await store.leases.release(leaseKey, lease.leaseCounter));
+      expect(ended.handoff, end).toBeNull();
+      const item = await raw(leaseKey);
+      expect([item.leaseOwner, item.checkpointOwner, item.handoffDeadline], end).toEqual([
+        end === 'take' ? { S: 'worker-b' } : undefined,
+        undefined,
+        undefined,
+      ]);
+    }
+  });
+
+  it('refuses to create a hand-off that does not come from the lease owner: the Java format could not hold it', async () => {
+    const error = await store.leases
+      .create({
+        leaseKey: 'shardId-000000000012',
+        checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+        owner: 'worker-x',
+        handoff: { from: 'worker-a', to: 'worker-b', deadline: null },
+      })
+      .then(
+        () => null,
+        (rejection: unknown) => rejection,
+      );
+    expect(LeaseStoreError.is(error)).toBe(true);
+    expect([(error as LeaseStoreError).code, (error as LeaseStoreError).retryable]).toEqual([
+      'LEASE_DATA_INVALID',
+      false,
+    ]);
+    expect((error as Error).message).toMatch(
+      /^@kcl\/store-dynamo: lease "shardId-000000000012" cannot be stored in the Java KCL lease format: .*owner equal to handoff.from/,
+    );
+    expect(await store.leases.get('shardId-000000000012')).toBeNull();
+  });
+
   it('meta updates write SS child ids and decimal hash keys, and remove child ids instead of writing an empty set', async () => {
     const key = 'shardId-000000000002';
-    ok(await store.createLeaseIfAbsent({ leaseKey: key, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }));
-    await store.updateLeaseMeta(key, {
+    ok(await store.leases.create({ leaseKey: key, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }));
+    await store.leases.updateMeta(key, {
       childShardIds: ['shardId-000000000006', 'shardId-000000000005'],
       hashKeyRange: hashKeyRange(1n << 127n, MAX_HASH_KEY),
     });
@@ -228,14 +308,14 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
       { S: MAX_HASH_KEY.toString() },
       { N: '0' },
     ]);
-    await store.updateLeaseMeta(key, { childShardIds: [] });
+    await store.leases.updateMeta(key, { childShardIds: [] });
     item = await raw(key);
     expect('childShardIds' in item).toBe(false);
   });
 
   it('workers and the migration marker never appear in the lease table', async () => {
-    await store.heartbeatWorker('kcl-worker', { host: 'h' });
-    await store.setMigrationMarker({ migratedTo: 'postgres', migratedAt: new Date(0) });
+    await store.workers.heartbeat('kcl-worker', { host: 'h' });
+    await store.admin.setMigrationMarker({ migratedTo: 'postgres', migratedAt: new Date(0) });
     const scan = await client.send(new ScanCommand({ TableName: tableName, ConsistentRead: true }));
     for (const item of scan.Items ?? []) {
       expect(javaFormatProblems(item), item.leaseKey?.S).toEqual([]);
@@ -268,9 +348,9 @@ describe.skipIf(!dynamo.check.available)('items kcl writes, read raw', () => {
       layout: 'shared',
       schemaPollIntervalMs: 10,
     });
-    await shared.ensureSchema();
+    await shared.admin.ensureSchema();
     ok(
-      await shared.createLeaseIfAbsent({
+      await shared.leases.create({
         leaseKey: 'shardId-000000000000',
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
       }),

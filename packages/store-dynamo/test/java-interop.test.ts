@@ -1,7 +1,19 @@
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type {
+  AttributeValue,
+  AttributeValueUpdate,
+  DynamoDBClient,
+  ExpectedAttributeValue,
+} from '@aws-sdk/client-dynamodb';
 import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { LeaseWriteResult } from '@kcl/core';
 import { ExtendedSequenceNumber, MAX_HASH_KEY } from '@kcl/core';
+import {
+  JAVA_SAMPLE,
+  javaKcl3OtherRows,
+  javaLeaseItem,
+  javaShardId,
+  javaSplitAndMergeLeases,
+} from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoLeaseStore } from '../src/index.js';
 import { createDynamoLeaseStore } from '../src/index.js';
@@ -11,159 +23,62 @@ import { startLocalDynamo } from './local-dynamo.js';
 // single-table DAO write them: attribute names, DynamoDB types, omitted empties.
 
 const dynamo = await startLocalDynamo();
-const LONG = '49590338271490256608559692538361571095921575989136588898';
-const NEXT = '49590338271490256608559692538361571095921575989136599999';
-const HALF = (1n << 127n).toString();
+const { checkpoint: LONG, pendingCheckpoint: NEXT } = JAVA_SAMPLE;
 const MAX = MAX_HASH_KEY.toString();
-const SHARD = (n: number): string => `shardId-${String(n).padStart(12, '0')}`;
+const SHARD = javaShardId;
 type Item = Record<string, AttributeValue>;
 
-/** Leases of a single-stream application after a split (0 → 2, 3) and a merge (2 + 3 → 4). */
+/** Leases of a single-stream application after a split (0 → 2, 3) and a merge (2 + 3 → 4), and two more. */
 const javaLeaseRows: Item[] = [
-  // 2.x: finished parent, recorded its children at SHARD_END.
-  {
-    leaseKey: { S: SHARD(0) },
-    leaseOwner: { S: 'java-worker-1' },
-    leaseCounter: { N: '2204' },
-    checkpoint: { S: 'SHARD_END' },
-    checkpointSubSequenceNumber: { N: '0' },
-    ownerSwitchesSinceCheckpoint: { N: '0' },
-    childShardIds: { SS: [SHARD(2), SHARD(3)] },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-  },
-  // 2.x: an open shard mid-stream, with an aggregated-record checkpoint and a prepared checkpoint.
-  {
-    leaseKey: { S: SHARD(1) },
-    leaseOwner: { S: 'java-worker-1' },
-    leaseCounter: { N: '1523' },
-    checkpoint: { S: LONG },
-    checkpointSubSequenceNumber: { N: '3' },
-    pendingCheckpoint: { S: NEXT },
-    pendingCheckpointSubSequenceNumber: { N: '0' },
-    pendingCheckpointState: { B: new Uint8Array([1, 2, 3]) },
-    ownerSwitchesSinceCheckpoint: { N: '1' },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-  },
-  // 2.x: split children, finished and merged.
-  ...[2, 3].map(
-    (n): Item => ({
-      leaseKey: { S: SHARD(n) },
-      leaseOwner: { S: 'java-worker-2' },
-      leaseCounter: { N: String(300 + n) },
-      checkpoint: { S: 'SHARD_END' },
-      checkpointSubSequenceNumber: { N: '0' },
-      ownerSwitchesSinceCheckpoint: { N: '0' },
-      parentShardId: { SS: [SHARD(0)] },
-      childShardIds: { SS: [SHARD(4)] },
-      startingHashKey: { S: n === 2 ? '0' : HALF },
-      endingHashKey: { S: n === 2 ? ((1n << 127n) - 1n).toString() : MAX },
-    }),
-  ),
-  // 3.x: a merge child with two parents, entityType written, throughput recorded on renewal.
-  {
-    leaseKey: { S: SHARD(4) },
-    leaseOwner: { S: 'java-worker-2' },
-    leaseCounter: { N: '12' },
-    checkpoint: { S: 'TRIM_HORIZON' },
-    checkpointSubSequenceNumber: { N: '0' },
-    ownerSwitchesSinceCheckpoint: { N: '0' },
-    parentShardId: { SS: [SHARD(2), SHARD(3)] },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-    throughputKBps: { N: '12.345678' },
-    entityType: { S: 'LEASE' },
-  },
+  ...javaSplitAndMergeLeases(),
   // A very old row: no sub-sequence number, no owner switches, no hash range, no entityType.
-  {
-    leaseKey: { S: SHARD(5) },
-    leaseOwner: { S: 'java-worker-1' },
-    leaseCounter: { N: '77' },
-    checkpoint: { S: '12345' },
-  },
+  javaLeaseItem({
+    leaseKey: SHARD(5),
+    leaseOwner: 'java-worker-1',
+    leaseCounter: 77,
+    checkpoint: '12345',
+    checkpointSubSequenceNumber: null,
+    ownerSwitchesSinceCheckpoint: null,
+  }),
   // 3.x: a graceful hand-off in progress (the old owner still checkpoints).
-  {
-    leaseKey: { S: SHARD(6) },
-    leaseOwner: { S: 'java-worker-2' },
-    checkpointOwner: { S: 'java-worker-1' },
-    leaseCounter: { N: '40' },
-    checkpoint: { S: 'LATEST' },
-    checkpointSubSequenceNumber: { N: '0' },
-    ownerSwitchesSinceCheckpoint: { N: '0' },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-    throughputKBps: { N: '0.5' },
-    entityType: { S: 'LEASE' },
-  },
+  javaLeaseItem({
+    leaseKey: SHARD(6),
+    leaseOwner: 'java-worker-2',
+    checkpointOwner: 'java-worker-1',
+    leaseCounter: 40,
+    checkpoint: 'LATEST',
+    startingHashKey: '0',
+    endingHashKey: MAX,
+    throughputKBps: 0.5,
+    entityType: 'LEASE',
+  }),
 ];
 
 /** KCL 3.5 single-table rows that are not leases. */
-const javaOtherRows: Item[] = [
-  ...['java-worker-1', 'java-worker-2'].map(
-    (workerId): Item => ({
-      leaseKey: { S: workerId },
-      wid: { S: workerId },
-      lut: { N: '1735689600' },
-      sts: { M: { C: { L: [{ N: '12.5' }, { N: '13' }, { N: '-1' }] }, M: { L: [{ N: '40' }] } } },
-      opr: { M: { C: { L: [{ N: '100' }] } } },
-      properties: { M: { jvm: { S: '21' } } },
-      sup: { N: '1' },
-      slu: { N: '1735689600' },
-      entityType: { S: 'WORKER_METRIC_STATS' },
-    }),
-  ),
-  {
-    leaseKey: { S: 'Leader' },
-    ownerName: { S: 'java-worker-1' },
-    leaseDuration: { S: '20000' },
-    recordVersionNumber: { S: '5e1c8d6e-7a4e-4b8e-9d0e-1a2b3c4d5e6f' },
-    entityType: { S: 'LEADER' },
-  },
-  {
-    leaseKey: { S: 'Migration3.0' },
-    cv: { S: 'CLIENT_VERSION_3X' },
-    mb: { S: 'java-worker-1' },
-    mts: { N: '1735689600000' },
-    h: { L: [{ M: { cv: { S: 'CLIENT_VERSION_UPGRADE_FROM_2X' }, mts: { N: '1735600000000' } } }] },
-    entityType: { S: 'CLIENT_VERSION_MIGRATION' },
-  },
-  {
-    leaseKey: { S: 'TableMigration3.5' },
-    tm: { S: 'COMPLETE' },
-    mb: { S: 'java-worker-1' },
-    mts: { N: '1735689600000' },
-    entityType: { S: 'TABLE_MIGRATION' },
-  },
-];
+const javaOtherRows: Item[] = javaKcl3OtherRows();
 
 /** A multi-stream application: lease keys `account:stream:epoch:shardId`, plus a 3.x stream row. */
 const multiStreamRows: Item[] = [
-  {
-    leaseKey: { S: `123456789012:orders:1600000000:${SHARD(7)}` },
-    streamName: { S: '123456789012:orders:1600000000' },
-    shardId: { S: SHARD(7) },
-    leaseOwner: { S: 'java-worker-1' },
-    leaseCounter: { N: '9' },
-    checkpoint: { S: LONG },
-    checkpointSubSequenceNumber: { N: '0' },
-    ownerSwitchesSinceCheckpoint: { N: '0' },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-    entityType: { S: 'LEASE' },
-  },
-  {
-    leaseKey: { S: `123456789012:payments:1600000001:${SHARD(0)}` },
-    streamName: { S: '123456789012:payments:1600000001' },
-    shardId: { S: SHARD(0) },
-    leaseCounter: { N: '0' },
-    checkpoint: { S: 'TRIM_HORIZON' },
-    checkpointSubSequenceNumber: { N: '0' },
-    ownerSwitchesSinceCheckpoint: { N: '0' },
-    startingHashKey: { S: '0' },
-    endingHashKey: { S: MAX },
-    entityType: { S: 'LEASE' },
-  },
+  javaLeaseItem({
+    leaseKey: `123456789012:orders:1600000000:${SHARD(7)}`,
+    streamName: '123456789012:orders:1600000000',
+    shardId: SHARD(7),
+    leaseOwner: 'java-worker-1',
+    leaseCounter: 9,
+    checkpoint: LONG,
+    startingHashKey: '0',
+    endingHashKey: MAX,
+    entityType: 'LEASE',
+  }),
+  javaLeaseItem({
+    leaseKey: `123456789012:payments:1600000001:${SHARD(0)}`,
+    streamName: '123456789012:payments:1600000001',
+    shardId: SHARD(0),
+    checkpoint: 'TRIM_HORIZON',
+    startingHashKey: '0',
+    endingHashKey: MAX,
+    entityType: 'LEASE',
+  }),
   {
     leaseKey: { S: '123456789012:orders:1600000000' },
     streamId: { S: '123456789012:orders:1600000000' },
@@ -200,6 +115,29 @@ async function javaRenew(tableName: string, leaseKey: string, counter: number): 
   }
 }
 
+/** A Java KCL 3.x lease write: the legacy conditional API, as DynamoDBLeaseRefresher sends it. */
+async function javaUpdate(
+  tableName: string,
+  leaseKey: string,
+  expected: Record<string, ExpectedAttributeValue>,
+  updates: Record<string, AttributeValueUpdate>,
+): Promise<boolean> {
+  try {
+    await client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { leaseKey: { S: leaseKey } },
+        Expected: { leaseKey: { Exists: true, Value: { S: leaseKey } }, ...expected },
+        AttributeUpdates: updates,
+      }),
+    );
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    throw error;
+  }
+}
+
 function expectOk(result: LeaseWriteResult) {
   if (!result.ok) throw new Error(`expected success, lost with ${result.reason}`);
   return result.lease;
@@ -211,8 +149,8 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
     // The Java default: the table is named after the application.
     store = createDynamoLeaseStore({ client, applicationName: 'orders-app', schemaPollIntervalMs: 10 });
     multiStream = createDynamoLeaseStore({ client, applicationName: 'fanout-app', schemaPollIntervalMs: 10 });
-    await store.ensureSchema();
-    await multiStream.ensureSchema();
+    await store.admin.ensureSchema();
+    await multiStream.admin.ensureSchema();
     for (const item of [...javaLeaseRows, ...javaOtherRows]) {
       await client.send(new PutItemCommand({ TableName: 'orders-app', Item: item }));
     }
@@ -223,9 +161,9 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
   afterAll(() => dynamo.stop());
 
   it('lists exactly the leases, in key order, and counts the skipped KCL 3.x rows', async () => {
-    const leases = await store.listLeases();
+    const leases = await store.leases.list();
     expect(leases.map((lease) => lease.leaseKey)).toEqual([0, 1, 2, 3, 4, 5, 6].map(SHARD));
-    const summary = await store.scanSummary();
+    const summary = await store.admin.scan();
     expect(summary.leases).toHaveLength(7);
     expect(summary.skippedRowCount).toBe(5);
     expect(summary.skippedRowsByEntityType).toEqual({
@@ -234,11 +172,11 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
       CLIENT_VERSION_MIGRATION: 1,
       TABLE_MIGRATION: 1,
     });
-    expect(summary.invalidRows).toEqual([]);
+    expect(summary.unreadable).toEqual([]);
   });
 
   it('reads checkpoints, pending checkpoints, lineage and hash ranges as Java wrote them', async () => {
-    const byKey = new Map((await store.listLeases()).map((lease) => [lease.leaseKey, lease]));
+    const byKey = new Map((await store.leases.list()).map((lease) => [lease.leaseKey, lease]));
     const open = byKey.get(SHARD(1));
     expect(open?.checkpoint.toString()).toBe(`${LONG}/3`);
     expect(open?.pendingCheckpoint?.toString()).toBe(NEXT);
@@ -267,25 +205,25 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
   });
 
   it('never treats a KCL 3.x coordinator or worker-metrics row as a lease', async () => {
-    expect(await store.getLease('Leader')).toBeNull();
-    expect(await store.getLease('java-worker-1')).toBeNull();
-    expect(await store.renewLease('Leader', 0)).toEqual({ ok: false, reason: 'not-found' });
-    expect(await store.takeLease('java-worker-1', 0, 'kcl')).toEqual({ ok: false, reason: 'not-found' });
-    expect(await store.updateLeaseMeta('Migration3.0', { childShardIds: [SHARD(9)] })).toBeNull();
+    expect(await store.leases.get('Leader')).toBeNull();
+    expect(await store.leases.get('java-worker-1')).toBeNull();
+    expect(await store.leases.renew('Leader', 0)).toEqual({ ok: false, reason: 'not-found' });
+    expect(await store.leases.take('java-worker-1', 0, 'kcl')).toEqual({ ok: false, reason: 'not-found' });
+    expect(await store.leases.updateMeta('Migration3.0', { childShardIds: [SHARD(9)] })).toBeNull();
     expect(
-      await store.createLeaseIfAbsent({
+      await store.leases.create({
         leaseKey: 'Leader',
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
       }),
     ).toEqual({ ok: false, reason: 'already-exists' });
-    await store.deleteLease('TableMigration3.5');
+    await store.leases.delete('TableMigration3.5');
     expect(await raw('orders-app', 'Leader')).toEqual(javaOtherRows[2]);
     expect(await raw('orders-app', 'Migration3.0')).toEqual(javaOtherRows[3]);
     expect(await raw('orders-app', 'TableMigration3.5')).toEqual(javaOtherRows[4]);
   });
 
   it('takes a lease from an expired Java worker with its checkpoint kept, fenced on the Java counter', async () => {
-    const taken = expectOk(await store.takeLease(SHARD(1), 1523, 'kcl-worker-1'));
+    const taken = expectOk(await store.leases.take(SHARD(1), 1523, 'kcl-worker-1'));
     expect(taken).toMatchObject({
       owner: 'kcl-worker-1',
       leaseCounter: 1524,
@@ -305,7 +243,7 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
     expect(await javaRenew('orders-app', SHARD(1), 1523)).toBe(false);
 
     const checkpointed = expectOk(
-      await store.updateCheckpoint(SHARD(1), taken.leaseCounter, {
+      await store.leases.checkpoint(SHARD(1), taken.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of(NEXT, 0),
       }),
     );
@@ -328,15 +266,15 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
 
     // A Java worker that takes the lease back (having read counter 1525) fences kcl out in turn.
     expect(await javaRenew('orders-app', SHARD(1), 1525)).toBe(true);
-    expect(await store.renewLease(SHARD(1), 1525)).toEqual({ ok: false, reason: 'counter-mismatch' });
-    expect((await store.getLease(SHARD(1)))?.leaseCounter).toBe(1526);
+    expect(await store.leases.renew(SHARD(1), 1525)).toEqual({ ok: false, reason: 'counter-mismatch' });
+    expect((await store.leases.get(SHARD(1)))?.leaseCounter).toBe(1526);
   });
 
   it('takes over a row missing the optional attributes and checkpoints it in the full format', async () => {
-    const taken = expectOk(await store.takeLease(SHARD(5), 77, 'kcl-worker-1'));
+    const taken = expectOk(await store.leases.take(SHARD(5), 77, 'kcl-worker-1'));
     expect(taken.ownerSwitchesSinceCheckpoint).toBe(1);
     expectOk(
-      await store.updateCheckpoint(SHARD(5), taken.leaseCounter, {
+      await store.leases.checkpoint(SHARD(5), taken.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of('12346', 2),
       }),
     );
@@ -350,8 +288,34 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
     });
   });
 
+  it('reads a KCL 3.x hand-off in progress: the checkpointOwner still owns the lease, the leaseOwner is next', async () => {
+    const lease = await store.leases.get(SHARD(6));
+    expect([lease?.owner, lease?.handoff]).toEqual([
+      'java-worker-1',
+      { from: 'java-worker-1', to: 'java-worker-2', deadline: null },
+    ]);
+    // A renewal and a checkpoint by the current owner keep the hand-off, as Java's renewer and updater do.
+    const renewed = expectOk(await store.leases.renew(SHARD(6), 40));
+    const checkpointed = expectOk(
+      await store.leases.checkpoint(SHARD(6), renewed.leaseCounter, {
+        checkpoint: ExtendedSequenceNumber.of(LONG),
+      }),
+    );
+    expect(checkpointed.handoff).toEqual(lease?.handoff);
+    expect(await raw('orders-app', SHARD(6))).toMatchObject({
+      leaseOwner: { S: 'java-worker-2' },
+      checkpointOwner: { S: 'java-worker-1' },
+      leaseCounter: { N: '42' },
+    });
+  });
+
   it('ends a pending KCL 3.x hand-off when it takes the lease, keeping the other 3.x attributes', async () => {
-    expectOk(await store.takeLease(SHARD(6), 40, 'kcl-worker-2'));
+    const taken = expectOk(await store.leases.take(SHARD(6), 42, 'kcl-worker-2'));
+    expect([taken.owner, taken.handoff, taken.ownerSwitchesSinceCheckpoint]).toEqual([
+      'kcl-worker-2',
+      null,
+      1,
+    ]);
     const item = await raw('orders-app', SHARD(6));
     expect(item?.checkpointOwner).toBeUndefined();
     expect(item?.throughputKBps).toEqual({ N: '0.5' });
@@ -360,39 +324,42 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
   });
 
   it('records child shards on a Java lease without moving its counter', async () => {
-    const updated = await store.updateLeaseMeta(SHARD(4), { childShardIds: [SHARD(8)] });
+    const updated = await store.leases.updateMeta(SHARD(4), { childShardIds: [SHARD(8)] });
     expect(updated?.leaseCounter).toBe(12);
     expect((await raw('orders-app', SHARD(4)))?.childShardIds).toEqual({ SS: [SHARD(8)] });
     expect(await javaRenew('orders-app', SHARD(4), 12)).toBe(true);
   });
 
-  it('reads a multi-stream table and keeps streamName/shardId on every write', async () => {
-    const summary = await multiStream.scanSummary();
-    expect(summary.leases.map((lease) => lease.leaseKey)).toEqual([
-      `123456789012:orders:1600000000:${SHARD(7)}`,
-      `123456789012:payments:1600000001:${SHARD(0)}`,
+  it('reads a multi-stream table: streamName is the stream identifier, kept with shardId on every write', async () => {
+    const scan = await multiStream.admin.scan();
+    expect(scan.leases.map((lease) => [lease.leaseKey, lease.streamIdentifier])).toEqual([
+      [`123456789012:orders:1600000000:${SHARD(7)}`, '123456789012:orders:1600000000'],
+      [`123456789012:payments:1600000001:${SHARD(0)}`, '123456789012:payments:1600000001'],
     ]);
-    expect(summary.skippedRowsByEntityType).toEqual({ STREAM: 1 });
+    expect(scan.skippedRowsByEntityType).toEqual({ STREAM: 1 });
     const key = `123456789012:orders:1600000000:${SHARD(7)}`;
-    const taken = expectOk(await multiStream.takeLease(key, 9, 'kcl-worker-1'));
-    expectOk(
-      await multiStream.updateCheckpoint(key, taken.leaseCounter, {
+    const taken = expectOk(await multiStream.leases.take(key, 9, 'kcl-worker-1'));
+    const checkpointed = expectOk(
+      await multiStream.leases.checkpoint(key, taken.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of(NEXT),
       }),
     );
+    expect(checkpointed.streamIdentifier).toBe('123456789012:orders:1600000000');
     const item = await raw('fanout-app', key);
     expect([item?.streamName, item?.shardId, item?.checkpoint]).toEqual([
       { S: '123456789012:orders:1600000000' },
       { S: SHARD(7) },
       { S: NEXT },
     ]);
-    // A lease kcl creates in a multi-stream table is readable by the Java multi-stream serializer.
+    // A lease kcl creates with a stream identifier is readable by the Java multi-stream serializer,
+    // which requires both attributes.
     const childKey = `123456789012:orders:1600000000:${SHARD(9)}`;
     expectOk(
-      await multiStream.createLeaseIfAbsent({
+      await multiStream.leases.create({
         leaseKey: childKey,
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
         parentShardIds: [SHARD(7)],
+        streamIdentifier: '123456789012:orders:1600000000',
       }),
     );
     const child = await raw('fanout-app', childKey);
@@ -400,6 +367,66 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
       { S: '123456789012:orders:1600000000' },
       { S: SHARD(9) },
       { SS: [SHARD(7)] },
+    ]);
+  });
+
+  it('a hand-off kcl records reads as Java records one, and Java ending it and starting another leaves no stale deadline', async () => {
+    const deadline = new Date('2031-05-06T07:08:09.010Z');
+    const leaseKey = SHARD(20);
+    expectOk(
+      await store.leases.create({
+        leaseKey,
+        checkpoint: ExtendedSequenceNumber.of(LONG),
+        owner: 'worker-a',
+        leaseCounter: 5,
+        handoff: { from: 'worker-a', to: 'worker-b', deadline },
+      }),
+    );
+    expect(await raw('orders-app', leaseKey)).toMatchObject({
+      leaseOwner: { S: 'worker-b' },
+      checkpointOwner: { S: 'worker-a' },
+    });
+
+    // Java's evictLease by the old owner completes the hand-off: it removes checkpointOwner only.
+    expect(
+      await javaUpdate(
+        'orders-app',
+        leaseKey,
+        { leaseOwner: { Value: { S: 'worker-b' } }, checkpointOwner: { Value: { S: 'worker-a' } } },
+        { checkpointOwner: { Action: 'DELETE' }, leaseCounter: { Action: 'ADD', Value: { N: '1' } } },
+      ),
+    ).toBe(true);
+    expect(await store.leases.get(leaseKey)).toMatchObject({
+      owner: 'worker-b',
+      handoff: null,
+      leaseCounter: 6,
+    });
+
+    // Java's initiateGracefulLeaseHandoff then hands it on; kcl's deadline of the earlier hand-off,
+    // still on the item, is not this one's.
+    expect(
+      await javaUpdate(
+        'orders-app',
+        leaseKey,
+        { leaseOwner: { Value: { S: 'worker-b' } }, checkpointOwner: { Exists: false } },
+        {
+          leaseOwner: { Action: 'PUT', Value: { S: 'worker-c' } },
+          checkpointOwner: { Action: 'PUT', Value: { S: 'worker-b' } },
+        },
+      ),
+    ).toBe(true);
+    expect(await store.leases.get(leaseKey)).toMatchObject({
+      owner: 'worker-b',
+      handoff: { from: 'worker-b', to: 'worker-c', deadline: null },
+    });
+
+    // kcl's take ends it and leaves nothing of either hand-off behind.
+    expectOk(await store.leases.take(leaseKey, 6, 'worker-c'));
+    const item = await raw('orders-app', leaseKey);
+    expect([item?.leaseOwner, item?.checkpointOwner, item?.handoffDeadline]).toEqual([
+      { S: 'worker-c' },
+      undefined,
+      undefined,
     ]);
   });
 });

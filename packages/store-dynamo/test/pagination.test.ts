@@ -1,5 +1,6 @@
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { compareLeaseKeys, ExtendedSequenceNumber } from '@kcl/core';
+import { javaLeaseItem, javaShardId } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoLeaseStore } from '../src/index.js';
 import { countCommands } from './command-counter.js';
@@ -8,7 +9,7 @@ import { startLocalDynamo } from './local-dynamo.js';
 const dynamo = await startLocalDynamo();
 afterAll(() => dynamo.stop());
 
-const SHARD = (n: number): string => `shardId-${String(n).padStart(12, '0')}`;
+const SHARD = javaShardId;
 
 describe.skipIf(!dynamo.check.available)('paginated reads', () => {
   it('lists a Java-layout table page by page with a small page size', async () => {
@@ -19,11 +20,11 @@ describe.skipIf(!dynamo.check.available)('paginated reads', () => {
       pageSize: 7,
       schemaPollIntervalMs: 10,
     });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     const keys = Array.from({ length: 50 }, (_, index) => SHARD(index));
     await Promise.all(
       keys.map((leaseKey) =>
-        store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }),
+        store.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }),
       ),
     );
     // KCL 3.x rows spread among the pages are skipped and counted on every page.
@@ -36,7 +37,7 @@ describe.skipIf(!dynamo.check.available)('paginated reads', () => {
       );
     }
     const counts = countCommands(client);
-    const summary = await store.scanSummary();
+    const summary = await store.admin.scan();
     expect(summary.leases.map((lease) => lease.leaseKey)).toEqual(keys);
     expect(summary.skippedRowCount).toBe(3);
     expect(counts.get('ScanCommand')).toBeGreaterThanOrEqual(Math.ceil(53 / 7));
@@ -55,37 +56,37 @@ describe.skipIf(!dynamo.check.available)('paginated reads', () => {
       });
     const mine = open('team');
     const theirs = open('team:x');
-    await mine.ensureSchema();
+    await mine.admin.ensureSchema();
     for (const [store, count] of [
       [mine, 21],
       [theirs, 13],
     ] as const) {
       for (let index = 0; index < count; index++) {
-        await store.createLeaseIfAbsent({
+        await store.leases.create({
           leaseKey: SHARD(index),
           checkpoint: ExtendedSequenceNumber.LATEST,
         });
-        await store.heartbeatWorker(`worker-${index}`);
+        await store.workers.heartbeat(`worker-${index}`);
       }
     }
     const counts = countCommands(client);
-    expect((await mine.listLeases()).map((lease) => lease.leaseKey)).toEqual(
+    expect((await mine.leases.list()).map((lease) => lease.leaseKey)).toEqual(
       Array.from({ length: 21 }, (_, index) => SHARD(index)),
     );
     expect(counts.get('QueryCommand')).toBeGreaterThanOrEqual(6);
     expect(counts.get('ScanCommand')).toBeUndefined();
-    const workers = await mine.listWorkers();
+    const workers = await mine.workers.list();
     expect(workers.map((worker) => worker.workerId)).toEqual(
       Array.from({ length: 21 }, (_, index) => `worker-${index}`).sort(compareLeaseKeys),
     );
-    expect(await theirs.listLeases()).toHaveLength(13);
-    expect(await theirs.listWorkers()).toHaveLength(13);
+    expect(await theirs.leases.list()).toHaveLength(13);
+    expect(await theirs.workers.list()).toHaveLength(13);
   });
 
   it('reads past DynamoDB’s 1 MB page limit without a page size', async () => {
     const client = dynamo.client();
     const store = createDynamoLeaseStore({ client, applicationName: 'big-app', schemaPollIntervalMs: 10 });
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     // Rows carry an attribute kcl does not know (20 KB each, 1.6 MB in all), as later Java versions
     // may add attributes: they must be read past and left untouched.
     const padding = 'x'.repeat(20_000);
@@ -95,24 +96,20 @@ describe.skipIf(!dynamo.check.available)('paginated reads', () => {
         client.send(
           new PutItemCommand({
             TableName: 'big-app',
-            Item: {
-              leaseKey: { S: leaseKey },
-              leaseCounter: { N: String(index) },
-              checkpoint: { S: String(1_000 + index) },
-              checkpointSubSequenceNumber: { N: '0' },
-              ownerSwitchesSinceCheckpoint: { N: '0' },
-              futureAttribute: { S: padding },
-            },
+            Item: javaLeaseItem(
+              { leaseKey, leaseCounter: index, checkpoint: String(1_000 + index) },
+              { futureAttribute: { S: padding } },
+            ),
           }),
         ),
       ),
     );
     const counts = countCommands(client);
-    const leases = await store.listLeases();
+    const leases = await store.leases.list();
     expect(leases.map((lease) => lease.leaseKey)).toEqual(keys);
     expect(leases[79]?.checkpoint.sequenceNumber).toBe('1079');
     expect(counts.get('ScanCommand')).toBeGreaterThanOrEqual(2);
-    const taken = await store.takeLease(SHARD(5), 5, 'kcl');
+    const taken = await store.leases.take(SHARD(5), 5, 'kcl');
     expect(taken.ok).toBe(true);
     const item = await client.send(
       new GetItemCommand({ TableName: 'big-app', Key: { leaseKey: { S: SHARD(5) } }, ConsistentRead: true }),

@@ -25,9 +25,9 @@ function recordReads(client: DynamoDBClient): Array<[string, unknown]> {
 }
 
 async function seed(store: LeaseStore, count: number): Promise<void> {
-  await store.ensureSchema();
+  await store.admin.ensureSchema();
   for (let index = 0; index < count; index++) {
-    const created = await store.createLeaseIfAbsent({
+    const created = await store.leases.create({
       leaseKey: `shardId-${index}`,
       checkpoint: ExtendedSequenceNumber.LATEST,
     });
@@ -45,9 +45,9 @@ describe.skipIf(!dynamo.check.available)('store options', () => {
     });
     await seed(store, 1);
     const reads = recordReads(client);
-    await store.getLease('shardId-0');
-    await store.listLeases();
-    await store.listWorkers();
+    await store.leases.get('shardId-0');
+    await store.leases.list();
+    await store.workers.list();
     expect(store.capabilities).toEqual({ batchRenew: false, consistentReads: true });
     expect(reads).toEqual([
       ['GetItemCommand', true],
@@ -66,9 +66,9 @@ describe.skipIf(!dynamo.check.available)('store options', () => {
     });
     await seed(store, 1);
     const reads = recordReads(client);
-    await store.getLease('shardId-0');
-    await store.listLeases();
-    expect(await store.renewLease('shardId-0', 99)).toEqual({ ok: false, reason: 'counter-mismatch' });
+    await store.leases.get('shardId-0');
+    await store.leases.list();
+    expect(await store.leases.renew('shardId-0', 99)).toEqual({ ok: false, reason: 'counter-mismatch' });
     expect(store.capabilities.consistentReads).toBe(false);
     expect(reads).toEqual([
       ['GetItemCommand', false],
@@ -105,7 +105,7 @@ describe.skipIf(!dynamo.check.available)('store options', () => {
       leaseKey: `shardId-${11 - index}`,
       leaseCounter: index === 4 ? 7 : 0,
     }));
-    const results = await store.renewLeases(renewals);
+    const results = await store.leases.renewMany(renewals);
     expect(most).toBe(3);
     expect(results.map((result) => (result.ok ? result.lease.leaseKey : result.reason))).toEqual(
       renewals.map((renewal, index) => (index === 4 ? 'counter-mismatch' : renewal.leaseKey)),

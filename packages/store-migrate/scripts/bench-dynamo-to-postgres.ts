@@ -9,9 +9,16 @@ import { cpus, loadavg } from 'node:os';
 import { systemClock } from '@kcl/core';
 import { createDynamoLeaseStore } from '@kcl/store-dynamo';
 import { createSqlLeaseStore } from '@kcl/store-sql';
+import {
+  createJavaLeaseTable,
+  JAVA_SAMPLE,
+  javaLeaseItem,
+  javaShardId,
+  putJavaTableItems,
+} from '@kcl/testkit';
 import { migrateLeases } from '../src/index.js';
 import { createPostgresDatabase } from '../test/support/databases.js';
-import { createJavaLeaseTable, putItems, startLocalDynamo } from '../test/support/local-dynamo.js';
+import { startLocalDynamo } from '../test/support/local-dynamo.js';
 
 const count = Number(process.argv[2] ?? 10_000);
 const concurrency = Number(process.argv[3] ?? 16);
@@ -22,19 +29,19 @@ const database = await createPostgresDatabase();
 try {
   const client = dynamo.client();
   await createJavaLeaseTable(client, applicationName);
-  await putItems(
+  await putJavaTableItems(
     client,
     applicationName,
-    Array.from({ length: count }, (_, index) => ({
-      leaseKey: { S: `shardId-${String(index).padStart(12, '0')}` },
-      leaseOwner: { S: `java-worker-${index % 7}` },
-      leaseCounter: { N: String(1_000 + index) },
-      checkpoint: { S: `4959033827149025660855969253836157109592157598913${String(index).padStart(7, '0')}` },
-      checkpointSubSequenceNumber: { N: '0' },
-      ownerSwitchesSinceCheckpoint: { N: '0' },
-      startingHashKey: { S: '0' },
-      endingHashKey: { S: '340282366920938463463374607431768211455' },
-    })),
+    Array.from({ length: count }, (_, index) =>
+      javaLeaseItem({
+        leaseKey: javaShardId(index),
+        leaseOwner: `java-worker-${index % 7}`,
+        leaseCounter: 1_000 + index,
+        checkpoint: `4959033827149025660855969253836157109592157598913${String(index).padStart(7, '0')}`,
+        startingHashKey: '0',
+        endingHashKey: JAVA_SAMPLE.maxHashKey,
+      }),
+    ),
   );
   const started = systemClock.monotonicNow();
   const report = await migrateLeases({

@@ -1,33 +1,30 @@
+export { abortLiveMigration } from './abort-live-migration.js';
 export type {
   CutOverOptions,
   CutOverReport,
   CutOverStage,
-  LiveMigrationOptions,
-  LiveMigrationProgress,
-  LiveMigrationState,
-  LiveMigrationStatus,
-  LiveWorkerStatus,
   PreflightReport,
-} from './live-migration.js';
-export {
-  abortLiveMigration,
-  cutOverLiveMigration,
-  LiveMigrationRefusedError,
-  liveMigrationStatus,
-  preflightCutOver,
-  readLiveMigrationState,
-} from './live-migration.js';
+} from './cut-over-live-migration.js';
+export { cutOverLiveMigration, preflightCutOver } from './cut-over-live-migration.js';
+export type { LiveMigrationOptions, LiveMigrationProgress, LiveMigrationState } from './live-migration.js';
+export { readLiveMigrationState } from './live-migration.js';
+export type { LiveMigrationStatus, LiveWorkerStatus } from './live-migration-status.js';
+export { liveMigrationStatus } from './live-migration-status.js';
+export type { CopyCounts, MigrationOutcome, MigrationReport } from './migrate-leases.js';
+export { migrateLeases, verifyLeaseCopy } from './migrate-leases.js';
 export type {
-  CopyCounts,
   MigrateLeasesOptions,
-  MigrationOutcome,
   MigrationPlanSummary,
   MigrationProgress,
-  MigrationReport,
-} from './migrate-leases.js';
-export { migrateLeases, verifyLeaseCopy } from './migrate-leases.js';
+} from './migrate-leases-options.js';
 export type { MigratingLeaseStore, MigratingLeaseStoreOptions } from './migrating-lease-store.js';
 export { createMigratingLeaseStore } from './migrating-lease-store.js';
+export type { StoreMigrateErrorCode } from './migration-errors.js';
+export {
+  LiveMigrationRefusedError,
+  MigrationInterruptedError,
+  MigrationTargetChangingError,
+} from './migration-errors.js';
 export type { LiveMigrationPhase, MarkerTag, SourceMarkerReading } from './migration-phase.js';
 export {
   isSealedLease,

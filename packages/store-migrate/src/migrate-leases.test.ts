@@ -10,7 +10,7 @@ import { offlineCopyOf } from './plan-lease-copy.js';
 async function source(count: number, applicationName = 'billing'): Promise<MemoryLeaseStore> {
   const store = createMemoryLeaseStore({ applicationName });
   for (let index = 0; index < count; index++) {
-    await store.createLeaseIfAbsent({
+    await store.leases.create({
       leaseKey: `123456789012:${index % 2 === 0 ? 'orders' : 'refunds'}:1700000000:shardId-${String(index).padStart(12, '0')}`,
       checkpoint: ExtendedSequenceNumber.of(String(1_000 + index), index % 3),
       owner: `worker-${index % 2}`,
@@ -23,10 +23,10 @@ async function source(count: number, applicationName = 'billing'): Promise<Memor
 const target = (applicationName = 'billing') => createMemoryLeaseStore({ applicationName });
 
 async function expectCopied(from: MemoryLeaseStore, to: MemoryLeaseStore, keys?: (lease: Lease) => boolean) {
-  const expected = (await from.listLeases())
+  const expected = (await from.leases.list())
     .filter(keys ?? (() => true))
     .map((lease) => leaseFromInit(offlineCopyOf(lease)));
-  expect(await to.listLeases()).toEqual(expected);
+  expect(await to.leases.list()).toEqual(expected);
 }
 
 describe('migrateLeases', () => {
@@ -39,7 +39,7 @@ describe('migrateLeases', () => {
     expect(report.source.owners).toEqual({ 'worker-0': 3, 'worker-1': 2 });
     expect(report.verification?.matching).toBe(5);
     await expectCopied(from, to);
-    expect((await from.getMigrationMarker())?.migratedTo).toBe('the new store');
+    expect((await from.admin.getMigrationMarker())?.migratedTo).toBe('the new store');
   });
 
   it('writes nothing in a dry run or when not confirmed', async () => {
@@ -49,8 +49,8 @@ describe('migrateLeases', () => {
     const declined = await migrateLeases({ from, to, watchMs: 1, confirm: async () => false });
     expect(declined.outcome).toBe('declined');
     expect(declined.summary).toMatchObject({ leases: 3, create: 3, ownedLeases: 3 });
-    expect(await to.listLeases()).toEqual([]);
-    expect(await from.getMigrationMarker()).toBeNull();
+    expect(await to.leases.list()).toEqual([]);
+    expect(await from.admin.getMigrationMarker()).toBeNull();
   });
 
   it('refuses a source in use, naming who holds what (manual clock)', async () => {
@@ -58,8 +58,8 @@ describe('migrateLeases', () => {
     const clock = new ManualClock();
     const running = migrateLeases({ from, to: target(), watchMs: 45_001, clock });
     await clock.waitForSleepers(1);
-    const [lease] = await from.listLeases();
-    await from.renewLease(lease?.leaseKey ?? '', lease?.leaseCounter ?? 0);
+    const [lease] = await from.leases.list();
+    await from.leases.renew(lease?.leaseKey ?? '', lease?.leaseCounter ?? 0);
     await clock.advance(45_001);
     const report = await running;
     expect(report.outcome).toBe('refused-live');
@@ -70,9 +70,9 @@ describe('migrateLeases', () => {
     const from = await source(20);
     const inner = target();
     const to = createFaultyLeaseStore(inner);
-    to.faults.failNext(1, { operations: ['createLeaseIfAbsent'] });
-    await expect(migrateLeases({ from, to, watchMs: 1, concurrency: 1 })).rejects.toBeInstanceOf(
-      LeaseStoreError,
+    to.faults.failNext(1, { operations: ['leases.create'] });
+    await expect(migrateLeases({ from, to, watchMs: 1, concurrency: 1 })).rejects.toSatisfy(
+      LeaseStoreError.is,
     );
     const interrupt = new AbortController();
     const aborted = await migrateLeases({
@@ -86,8 +86,8 @@ describe('migrateLeases', () => {
       },
     });
     expect(aborted.outcome).toBe('interrupted');
-    expect(await from.getMigrationMarker()).toBeNull();
-    const partial = (await inner.listLeases()).length;
+    expect(await from.admin.getMigrationMarker()).toBeNull();
+    const partial = (await inner.leases.list()).length;
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(20);
 
@@ -102,8 +102,8 @@ describe('migrateLeases', () => {
     const from = await source(2);
     const to = target();
     await migrateLeases({ from, to, watchMs: 1, mark: false });
-    const [lease] = await from.listLeases();
-    const moved = await from.updateCheckpoint(lease?.leaseKey ?? '', lease?.leaseCounter ?? 0, {
+    const [lease] = await from.leases.list();
+    const moved = await from.leases.checkpoint(lease?.leaseKey ?? '', lease?.leaseCounter ?? 0, {
       checkpoint: ExtendedSequenceNumber.of('5000'),
     });
     expect(moved.ok).toBe(true);
@@ -116,31 +116,65 @@ describe('migrateLeases', () => {
     const from = await source(6);
     const to = target();
     const orders = (lease: Lease) => lease.leaseKey.includes(':orders:');
-    await expect(migrateLeases({ from, to, watchMs: 1, select: orders })).rejects.toBeInstanceOf(
-      ConfigurationError,
+    await expect(migrateLeases({ from, to, watchMs: 1, select: orders })).rejects.toSatisfy(
+      ConfigurationError.is,
     );
     const report = await migrateLeases({ from, to, watchMs: 1, select: orders, mark: false });
     expect(report.outcome).toBe('completed');
     await expectCopied(from, to, orders);
-    expect(await from.getMigrationMarker()).toBeNull();
+    expect(await from.admin.getMigrationMarker()).toBeNull();
   });
 
   it('respects markers: refuses a source migrated elsewhere or a live migration, clears an old target marker', async () => {
     const from = await source(1);
     const to = target();
-    await from.setMigrationMarker({ migratedTo: 'a MySQL table somewhere else', migratedAt: new Date(0) });
+    await from.admin.setMigrationMarker({
+      migratedTo: 'a MySQL table somewhere else',
+      migratedAt: new Date(0),
+    });
     const refused = await migrateLeases({ from, to, watchMs: 1 });
     expect(refused.outcome).toBe('refused-marker');
     expect(refused.notes[0]).toContain('already migrated to a MySQL table somewhere else');
-    await from.setMigrationMarker(null);
+    await from.admin.setMigrationMarker(null);
 
-    await to.setMigrationMarker({ migratedTo: pendingMarkerText('x'), migratedAt: new Date(0) });
+    await to.admin.setMigrationMarker({ migratedTo: pendingMarkerText('x'), migratedAt: new Date(0) });
     expect((await migrateLeases({ from, to, watchMs: 1 })).outcome).toBe('refused-marker');
-    await to.setMigrationMarker({ migratedTo: 'where it went last time', migratedAt: new Date(0) });
+    await to.admin.setMigrationMarker({ migratedTo: 'where it went last time', migratedAt: new Date(0) });
     const report = await migrateLeases({ from, to, watchMs: 1 });
     expect(report).toMatchObject({ outcome: 'completed', clearedTargetMarker: true, marked: true });
-    expect(await to.getMigrationMarker()).toBeNull();
+    expect(await to.admin.getMigrationMarker()).toBeNull();
     // Marked to this target: running again is the idempotent re-run, not a refusal.
     expect((await migrateLeases({ from, to, watchMs: 1 })).counts.unchanged).toBe(1);
+  });
+
+  it('checks its options before reading anything, and lists every problem at once', async () => {
+    const from = await source(2);
+    const to = target();
+    const error = await migrateLeases({
+      from,
+      to,
+      watchMs: -1,
+      concurrency: 0,
+      clock: {} as never,
+      confirm: 'yes' as never,
+    }).catch((thrown: unknown) => thrown);
+    expect(ConfigurationError.is(error)).toBe(true);
+    expect((error as ConfigurationError).message).toMatch(
+      /^@kcl\/store-migrate migrateLeases: invalid configuration/,
+    );
+    expect((error as ConfigurationError).problems).toEqual([
+      'watchMs must be an integer from 0 to ∞, got -1',
+      'concurrency must be an integer from 1 to ∞, got 0',
+      'clock must be a Clock from @kcl/core (an object with now, monotonicNow, sleep)',
+      'confirm must be a function (plan) => Promise<boolean>',
+    ]);
+    expect(await to.leases.list()).toEqual([]);
+    const notStores = await migrateLeases({ from: {} as never, to: undefined as never, watchMs: 1 }).catch(
+      (thrown: unknown) => thrown,
+    );
+    expect((notStores as ConfigurationError).problems).toEqual([
+      expect.stringMatching(/^from implements the LeaseStore specification undefined; .* needs v2/),
+      'to must be a LeaseStore (specificationVersion v2)',
+    ]);
   });
 });

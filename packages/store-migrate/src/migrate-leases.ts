@@ -1,65 +1,20 @@
-import type { Clock, Lease, LeaseStore, MigrationMarker } from '@kcl/core';
-import { ConfigurationError, LeaseStoreError, systemClock } from '@kcl/core';
+import type { Lease, LeaseStore, MigrationMarker } from '@kcl/core';
+import { ConfigurationError } from '@kcl/core';
 import { mapConcurrently } from './map-concurrently.js';
+import type {
+  CheckedMigrateLeasesOptions,
+  MigrateLeasesOptions,
+  MigrationPlanSummary,
+} from './migrate-leases-options.js';
+import { checkMigrateLeasesOptions, MIGRATE_LEASES } from './migrate-leases-options.js';
+import { MigrationTargetChangingError } from './migration-errors.js';
 import { markerTag } from './migration-phase.js';
-import { PACKAGE_NAME } from './package-name.js';
 import type { LeaseSetComparison, PlannedLeaseCopy } from './plan-lease-copy.js';
 import { compareLeaseSets, planLeaseCopy } from './plan-lease-copy.js';
 import type { LeaseSourceSnapshot } from './read-lease-source.js';
 import { readLeaseSource, readLeasesIfPresent, readMigrationMarker } from './read-lease-source.js';
 import type { SourceActivity } from './watch-source-activity.js';
 import { watchSourceActivity } from './watch-source-activity.js';
-
-export interface MigrateLeasesOptions {
-  /** The store the stopped fleet used. */
-  readonly from: LeaseStore;
-  /** The store the new fleet will use. Its tables are created if missing. */
-  readonly to: LeaseStore;
-  /**
-   * How long to watch the source for a running fleet before copying: at least the fleet's lease expiry
-   * (the consumer's default is 45,001 ms). Ignored with `force` and `dryRun`.
-   */
-  readonly watchMs: number;
-  /** Read both sides and plan, write nothing. */
-  readonly dryRun?: boolean;
-  /**
-   * Copy although the source looks live, is marked as migrated elsewhere or has unreadable rows, and
-   * overwrite target leases that moved on since an earlier copy.
-   */
-  readonly force?: boolean;
-  /** Mark the source as migrated after a complete, verified copy (default true). */
-  readonly mark?: boolean;
-  /** How the marker names the target, shown to workers still pointed at the source (default its description). */
-  readonly migratedTo?: string;
-  /** Copy only these leases (one stream of a multi-stream application). Marking then needs `mark: false`. */
-  readonly select?: (lease: Lease) => boolean;
-  /** Leases written at once (default 16). */
-  readonly concurrency?: number;
-  readonly clock?: Clock;
-  /** Aborting stops the copy after the writes in flight; running again finishes it. */
-  readonly signal?: AbortSignal;
-  /** Asked after the plan is made and before anything is written; false declines. */
-  readonly confirm?: (plan: MigrationPlanSummary) => Promise<boolean>;
-  readonly onProgress?: (progress: MigrationProgress) => void;
-}
-
-export interface MigrationProgress {
-  readonly stage: 'watching' | 'copying';
-  readonly done: number;
-  readonly total: number;
-}
-
-/** What a copy would do, counted. */
-export interface MigrationPlanSummary {
-  readonly leases: number;
-  readonly create: number;
-  readonly update: number;
-  readonly overwrite: number;
-  readonly unchanged: number;
-  readonly targetAhead: number;
-  /** Leases that had an owner on the source (owners are cleared on the target). */
-  readonly ownedLeases: number;
-}
 
 /**
  * - `planned`: a dry run.
@@ -122,15 +77,15 @@ export interface MigrationReport {
 
 /**
  * The offline migration: watches the source until it is sure no fleet is using it, copies every lease
- * exactly (checkpoint, sub-sequence, pending checkpoint, parents, children, hash range; owners cleared,
- * counters one above the source's), verifies the target lease by lease, then marks the source so a
- * worker still pointed at it stops with `ApplicationMigratedError` naming the target. Running it again
- * after an interruption finishes the job; a target lease that moved on since it was copied is kept
- * unless `force` is given.
+ * exactly (checkpoint, sub-sequence, pending checkpoint, parents, children, hash range, stream; owners
+ * and hand-offs cleared, counters one above the source's), verifies the target lease by lease, then
+ * marks the source so a worker still pointed at it stops with `ApplicationMigratedError` naming the
+ * target. Running it again after an interruption finishes the job; a target lease that moved on since
+ * it was copied is kept unless `force` is given.
  */
-export async function migrateLeases(options: MigrateLeasesOptions): Promise<MigrationReport> {
-  const { from, to } = options;
-  const clock = options.clock ?? systemClock;
+export async function migrateLeases(given: MigrateLeasesOptions): Promise<MigrationReport> {
+  const options = checkMigrateLeasesOptions(given);
+  const { from, to, clock } = options;
   const force = options.force === true;
   const mark = options.mark !== false;
   const notes: string[] = [];
@@ -157,7 +112,7 @@ export async function migrateLeases(options: MigrateLeasesOptions): Promise<Migr
   const snapshot = await readLeaseSource(from);
   const selected = options.select === undefined ? snapshot.leases : snapshot.leases.filter(options.select);
   if (mark && selected.length < snapshot.leases.length) {
-    throw new ConfigurationError(`${PACKAGE_NAME} migrateLeases`, [
+    throw new ConfigurationError(MIGRATE_LEASES, [
       `the selection holds ${selected.length} of the source's ${snapshot.leases.length} leases; marking the source would stop the workers of the others: pass mark: false (--no-mark)`,
     ]);
   }
@@ -220,13 +175,13 @@ export async function migrateLeases(options: MigrateLeasesOptions): Promise<Migr
   if (options.dryRun === true) return report('planned');
   if (options.confirm !== undefined && !(await options.confirm(summary))) return report('declined');
 
-  await to.ensureSchema();
+  await to.admin.ensureSchema();
   const started = clock.monotonicNow();
   counts = await executePlan(plan, to, options);
   const copyMs = clock.monotonicNow() - started;
   if (options.signal?.aborted === true) return report('interrupted', { copyMs });
 
-  const after = await to.listLeases();
+  const after = await to.leases.list();
   const verification = compareLeaseSets(
     selected,
     options.select === undefined ? after : after.filter(options.select),
@@ -241,14 +196,14 @@ export async function migrateLeases(options: MigrateLeasesOptions): Promise<Migr
 
   let clearedTargetMarker = false;
   if (targetMarker !== null) {
-    await to.setMigrationMarker(null);
+    await to.admin.setMigrationMarker(null);
     clearedTargetMarker = true;
     notes.push(`cleared the target's old marker (${targetMarker.migratedTo})`);
   }
   if (mark) {
     // A DynamoDB source written by the Java KCL has no worker registry table yet; the marker lives there.
-    await from.ensureSchema();
-    await from.setMigrationMarker({
+    await from.admin.ensureSchema();
+    await from.admin.setMigrationMarker({
       migratedTo: options.migratedTo ?? to.description,
       migratedAt: new Date(clock.now()),
     });
@@ -328,13 +283,14 @@ function summarize(plan: readonly PlannedLeaseCopy[]): MigrationPlanSummary {
     unchanged: count('unchanged'),
     targetAhead: count('target-ahead'),
     ownedLeases: plan.filter((entry) => entry.source.owner !== null).length,
+    handoffs: plan.filter((entry) => entry.source.handoff !== null).length,
   };
 }
 
 async function executePlan(
   plan: readonly PlannedLeaseCopy[],
   to: LeaseStore,
-  options: MigrateLeasesOptions,
+  options: CheckedMigrateLeasesOptions,
 ): Promise<CopyCounts> {
   const counts = { created: 0, updated: 0, overwritten: 0, unchanged: 0, targetAhead: 0 };
   let done = 0;
@@ -347,7 +303,7 @@ async function executePlan(
   };
   await mapConcurrently(
     plan,
-    options.concurrency ?? 16,
+    options.concurrency,
     async (entry) => {
       tally(await applyPlanned(entry, to, options.force === true));
       done += 1;
@@ -366,14 +322,8 @@ async function applyPlanned(
   attemptsLeft = 3,
 ): Promise<PlannedLeaseCopy['action']> {
   const again = async (): Promise<PlannedLeaseCopy['action']> => {
-    if (attemptsLeft <= 1) {
-      throw new LeaseStoreError(
-        to.description,
-        `${PACKAGE_NAME}: lease ${JSON.stringify(entry.leaseKey)} kept changing on the target while it was copied; is a fleet already running on the target? Stop it and run again`,
-        { retryable: true },
-      );
-    }
-    const current = await to.getLease(entry.leaseKey);
+    if (attemptsLeft <= 1) throw new MigrationTargetChangingError(to.description, entry.leaseKey);
+    const current = await to.leases.get(entry.leaseKey);
     const [next] = planLeaseCopy([entry.source], current === null ? [] : [current], { force });
     return applyPlanned(next as PlannedLeaseCopy, to, force, attemptsLeft - 1);
   };
@@ -382,15 +332,15 @@ async function applyPlanned(
     case 'target-ahead':
       return entry.action;
     case 'create': {
-      const created = await to.createLeaseIfAbsent(entry.copy);
+      const created = await to.leases.create(entry.copy);
       return created.ok ? 'create' : again();
     }
     case 'update':
     case 'overwrite': {
-      const current = await to.getLease(entry.leaseKey);
+      const current = await to.leases.get(entry.leaseKey);
       if (current === null || current.leaseCounter !== entry.target?.leaseCounter) return again();
-      await to.deleteLease(entry.leaseKey);
-      const created = await to.createLeaseIfAbsent(entry.copy);
+      await to.leases.delete(entry.leaseKey);
+      const created = await to.leases.create(entry.copy);
       return created.ok ? entry.action : again();
     }
   }

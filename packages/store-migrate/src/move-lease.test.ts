@@ -43,6 +43,20 @@ describe('judgeTargetRow', () => {
     expect(judgeTargetRow(source, target, migrating).kind).toBe(kind);
   });
 
+  it('judges a copy by its stream identifier and hand-off too', () => {
+    const handing = lease({
+      streamIdentifier: '123456789012:orders:1700000000',
+      handoff: { from: 'worker-1', to: 'worker-2', deadline: null },
+    });
+    expect(judgeTargetRow(handing, handing, migrating).kind).toBe('exact');
+    expect(judgeTargetRow(handing, { ...handing, leaseCounter: 9, handoff: null }, migrating).kind).toBe(
+      'behind',
+    );
+    expect(judgeTargetRow(handing, { ...handing, streamIdentifier: null }, migrating).kind).toBe(
+      'taken-seal',
+    );
+  });
+
   it('sees a source row held by a worker without the migrating store as a taken seal', () => {
     const taken = lease({ leaseCounter: 12, owner: 'java-worker-1' });
     expect(judgeTargetRow(taken, lease({ leaseCounter: 11 }), migrating)).toMatchObject({

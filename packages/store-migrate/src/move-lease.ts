@@ -118,17 +118,17 @@ export async function moveLease(
   const migratingWorkers = options.migratingWorkers ?? new Set<string>();
   for (let attempt = 0; attempt < attempts && options.signal?.aborted !== true; attempt++) {
     if (attempt > 0) await clock.sleep(Math.min(200, 5 * 2 ** attempt), options.signal);
-    const row = await from.getLease(leaseKey);
+    const row = await from.leases.get(leaseKey);
     if (row === null) return 'gone';
     if (isSealedLease(row)) return 'already-moved';
-    const current = await to.getLease(leaseKey);
+    const current = await to.leases.get(leaseKey);
     const verdict: TargetRowVerdict = options.movedBefore
       ? { kind: 'taken-seal', reason: 'this cut-over moved it, and its source row is no longer sealed' }
       : judgeTargetRow(row, current, migratingWorkers);
     if (verdict.kind === 'taken-seal') {
       // A copy can also be ahead for a moment: a write landed in the source after it was read and was
       // mirrored. Then the source row has changed; read it again.
-      if (!options.movedBefore && (await from.getLease(leaseKey))?.leaseCounter !== row.leaseCounter)
+      if (!options.movedBefore && (await from.leases.get(leaseKey))?.leaseCounter !== row.leaseCounter)
         continue;
       options.onTakenSeal?.({
         leaseKey,
@@ -141,16 +141,16 @@ export async function moveLease(
       return 'taken-seal';
     }
     const copy = exactCopyOf(row);
-    if (verdict.kind === 'behind') await to.deleteLease(leaseKey);
+    if (verdict.kind === 'behind') await to.leases.delete(leaseKey);
     // Fails when a mirrored write created the row meanwhile; read again.
-    if (verdict.kind !== 'exact' && !(await to.createLeaseIfAbsent(copy)).ok) continue;
-    const seal = await from.takeLease(leaseKey, row.leaseCounter, SEAL_OWNER);
+    if (verdict.kind !== 'exact' && !(await to.leases.create(copy)).ok) continue;
+    const seal = await from.leases.take(leaseKey, row.leaseCounter, SEAL_OWNER);
     if (seal.ok) return 'moved';
-    if (verdict.kind !== 'exact' && (await from.getLease(leaseKey)) === null) {
+    if (verdict.kind !== 'exact' && (await from.leases.get(leaseKey)) === null) {
       // The lease was deleted while it was being copied: take the copy back, so a deleted lease does
       // not come back in the target (the copy is not authoritative: nothing was sealed).
-      const written = await to.getLease(leaseKey);
-      if (written !== null && leasesEqual(written, leaseFromInit(copy))) await to.deleteLease(leaseKey);
+      const written = await to.leases.get(leaseKey);
+      if (written !== null && leasesEqual(written, leaseFromInit(copy))) await to.leases.delete(leaseKey);
       return 'gone';
     }
   }

@@ -25,6 +25,14 @@ const SOURCE = lease({
   hashKeyRange: hashKeyRange('0', '99'),
 });
 
+const STREAM = '123456789012:orders:1700000000';
+const HANDED_OFF = lease({
+  ...SOURCE,
+  leaseKey: `${STREAM}:shard-1`,
+  streamIdentifier: STREAM,
+  handoff: { from: 'worker-a', to: 'worker-b', deadline: new Date('2030-01-02T03:04:05.678Z') },
+});
+
 describe('offline and exact copies', () => {
   it('an offline copy keeps every fact, clears the owner and starts the counter above the source', () => {
     expect(leaseFromInit(offlineCopyOf(SOURCE))).toEqual({ ...SOURCE, owner: null, leaseCounter: 42 });
@@ -32,6 +40,19 @@ describe('offline and exact copies', () => {
 
   it('an exact copy keeps owner and counter too', () => {
     expect(leaseFromInit(exactCopyOf(SOURCE))).toEqual(SOURCE);
+  });
+
+  it('an exact copy keeps the stream identifier and a hand-off in progress', () => {
+    expect(leaseFromInit(exactCopyOf(HANDED_OFF))).toEqual(HANDED_OFF);
+  });
+
+  it('an offline copy keeps the stream identifier and ends a hand-off with the owner it was from', () => {
+    expect(leaseFromInit(offlineCopyOf(HANDED_OFF))).toEqual({
+      ...HANDED_OFF,
+      owner: null,
+      leaseCounter: 42,
+      handoff: null,
+    });
   });
 });
 
@@ -109,5 +130,20 @@ describe('compareLeaseSets', () => {
       'pendingCheckpoint',
       'parentShardIds',
     ]);
+  });
+
+  it('compares the stream identifier; a hand-off, like the owner, is not a fact a copy keeps', () => {
+    const copied = leaseFromInit(offlineCopyOf(HANDED_OFF));
+    expect(leaseFieldDifferences(HANDED_OFF, copied)).toEqual([]);
+    expect(leaseFieldDifferences(HANDED_OFF, { ...copied, streamIdentifier: null })).toEqual([
+      'streamIdentifier',
+    ]);
+    expect(compareLeaseSets([HANDED_OFF], [copied]).matching).toBe(1);
+  });
+
+  it('plans an unchanged re-run for a lease that had a hand-off', () => {
+    const copied = leaseFromInit(offlineCopyOf(HANDED_OFF));
+    expect(planLeaseCopy([HANDED_OFF], [copied])[0]?.action).toBe('unchanged');
+    expect(planLeaseCopy([HANDED_OFF], [{ ...copied, streamIdentifier: null }])[0]?.action).toBe('update');
   });
 });

@@ -2,15 +2,18 @@ import type { ExtendedSequenceNumber, Lease, LeaseInit } from '@kcl/core';
 import { compareLeaseKeys, hashKeyRangesEqual, leaseFromInit, leasesEqual } from '@kcl/core';
 
 /**
- * The facts of a lease a copy must keep exactly. Owners and counters are not among them: an offline
- * copy clears owners (the new fleet takes over cleanly) and starts the counter above the source's.
+ * The facts of a lease a copy must keep exactly. Owners, hand-offs and counters are not among them: an
+ * offline copy clears owners (the new fleet takes over cleanly), and with them any hand-off (one from an
+ * owner that no longer holds the lease is void, as a release ends it), and starts the counter above
+ * the source's. A live (exact) copy keeps those too; it is compared whole (`leasesEqual`).
  */
 export type LeaseField =
   | 'checkpoint'
   | 'pendingCheckpoint'
   | 'parentShardIds'
   | 'childShardIds'
-  | 'hashKeyRange';
+  | 'hashKeyRange'
+  | 'streamIdentifier';
 
 export const LEASE_FIELDS: readonly LeaseField[] = [
   'checkpoint',
@@ -18,6 +21,7 @@ export const LEASE_FIELDS: readonly LeaseField[] = [
   'parentShardIds',
   'childShardIds',
   'hashKeyRange',
+  'streamIdentifier',
 ];
 
 /**
@@ -44,8 +48,9 @@ export interface PlannedLeaseCopy {
 }
 
 /**
- * The target lease an offline copy writes for a source lease: every fact kept exactly, no owner, and a
- * counter one above the source's, so no counter a source worker saw is ever valid on the target.
+ * The target lease an offline copy writes for a source lease: every fact kept exactly, no owner (and so
+ * no hand-off, which only an owner can be in the middle of), and a counter one above the source's, so
+ * no counter a source worker saw is ever valid on the target.
  */
 export function offlineCopyOf(source: Lease): LeaseInit {
   return {
@@ -58,15 +63,22 @@ export function offlineCopyOf(source: Lease): LeaseInit {
     parentShardIds: source.parentShardIds,
     childShardIds: source.childShardIds,
     hashKeyRange: source.hashKeyRange,
+    streamIdentifier: source.streamIdentifier,
+    handoff: null,
   };
 }
 
-/** An exact copy, owner and counter included: what a live migration moves. */
+/** An exact copy, owner, hand-off and counter included: what a live migration moves. */
 export function exactCopyOf(source: Lease): LeaseInit {
-  return { ...offlineCopyOf(source), owner: source.owner, leaseCounter: source.leaseCounter };
+  return {
+    ...offlineCopyOf(source),
+    owner: source.owner,
+    leaseCounter: source.leaseCounter,
+    handoff: source.handoff,
+  };
 }
 
-/** The fields in which two leases differ (owners, counters and owner switches are not compared). */
+/** The fields in which two leases differ (owners, hand-offs, counters and owner switches are not compared). */
 export function leaseFieldDifferences(a: Lease, b: Lease): LeaseField[] {
   const differences: LeaseField[] = [];
   if (!a.checkpoint.equals(b.checkpoint)) differences.push('checkpoint');
@@ -74,6 +86,7 @@ export function leaseFieldDifferences(a: Lease, b: Lease): LeaseField[] {
   if (!sameIds(a.parentShardIds, b.parentShardIds)) differences.push('parentShardIds');
   if (!sameIds(a.childShardIds, b.childShardIds)) differences.push('childShardIds');
   if (!hashKeyRangesEqual(a.hashKeyRange, b.hashKeyRange)) differences.push('hashKeyRange');
+  if (a.streamIdentifier !== b.streamIdentifier) differences.push('streamIdentifier');
   return differences;
 }
 
@@ -132,7 +145,7 @@ export interface LeaseSetComparison {
   readonly differences: readonly LeaseDifference[];
 }
 
-/** Compares the two sides lease by lease: presence, checkpoints, pending checkpoints, lineage, hash ranges. */
+/** Compares the two sides lease by lease: presence, checkpoints, pending checkpoints, lineage, hash ranges, streams. */
 export function compareLeaseSets(sources: readonly Lease[], targets: readonly Lease[]): LeaseSetComparison {
   const targetByKey = new Map(targets.map((lease) => [lease.leaseKey, lease]));
   const sourceKeys = new Set(sources.map((lease) => lease.leaseKey));

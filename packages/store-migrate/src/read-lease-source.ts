@@ -1,11 +1,8 @@
-import type { Lease, LeaseStore, MigrationMarker } from '@kcl/core';
-import { LeaseStoreSchemaMissingError } from '@kcl/core';
+import type { Lease, LeaseStore, MigrationMarker, StoreCallOptions, UnreadableLeaseRow } from '@kcl/core';
+import { isKclError } from '@kcl/core';
 
-/** A lease row the source could not read (only stores that can report such rows do). */
-export interface UnreadableLeaseRow {
-  readonly leaseKey: string;
-  readonly problem: string;
-}
+/** A lease row the source could not read (`admin.scan()` reports them). */
+export type { UnreadableLeaseRow } from '@kcl/core';
 
 /** What one read of a source found. */
 export interface LeaseSourceSnapshot {
@@ -19,63 +16,59 @@ export interface LeaseSourceSnapshot {
 }
 
 /**
- * The optional reading a store may offer beyond `LeaseStore` (as `@kcl/store-dynamo` does for Java KCL
- * tables): the leases together with the rows it skipped and the rows it could not read.
+ * Reads every lease of the source with `admin.scan()`, so rows that cannot be read are reported
+ * instead of silently missing (`leases.list()` skips them), and the rows that are not leases at all (a
+ * DynamoDB table the Java KCL 3.x wrote) are counted, in the same one scan.
  */
-interface SummarizingStore {
-  scanSummary(options: { readonly invalidRows: 'collect' }): Promise<{
-    readonly leases: Lease[];
-    readonly skippedRowCount: number;
-    readonly skippedRowsByEntityType: Readonly<Record<string, number>>;
-    readonly invalidRows: readonly UnreadableLeaseRow[];
-  }>;
-}
-
-function canSummarize(store: LeaseStore): store is LeaseStore & SummarizingStore {
-  return typeof (store as Partial<SummarizingStore>).scanSummary === 'function';
-}
-
-/**
- * Reads every lease of the source. A store that can summarize its table (a DynamoDB table the Java KCL
- * 2.x or 3.x wrote) also reports the non-lease rows it skipped and the lease rows it cannot read;
- * any other store reports none.
- */
-export async function readLeaseSource(store: LeaseStore): Promise<LeaseSourceSnapshot> {
-  if (canSummarize(store)) {
-    const summary = await store.scanSummary({ invalidRows: 'collect' });
-    return {
-      leases: summary.leases,
-      skippedRowsByEntityType: summary.skippedRowsByEntityType,
-      skippedRowCount: summary.skippedRowCount,
-      unreadableRows: summary.invalidRows,
-    };
-  }
+export async function readLeaseSource(
+  store: LeaseStore,
+  options?: StoreCallOptions,
+): Promise<LeaseSourceSnapshot> {
+  const scan = await store.admin.scan(options);
+  const otherRows = scan.otherRows ?? {};
   return {
-    leases: await store.listLeases(),
-    skippedRowsByEntityType: {},
-    skippedRowCount: 0,
-    unreadableRows: [],
+    leases: [...scan.leases],
+    skippedRowsByEntityType: otherRows,
+    skippedRowCount: Object.values(otherRows).reduce((sum, count) => sum + count, 0),
+    unreadableRows: scan.unreadable,
   };
 }
 
+/** True for the error a store raises when its tables do not exist yet. */
+export function isSchemaMissing(error: unknown): boolean {
+  return isKclError(error, 'LEASE_STORE_SCHEMA_MISSING');
+}
+
 /** The store's migration marker; null also when the store's tables do not exist yet. */
-export async function readMigrationMarker(store: LeaseStore): Promise<MigrationMarker | null> {
+export async function readMigrationMarker(
+  store: LeaseStore,
+  options?: StoreCallOptions,
+): Promise<MigrationMarker | null> {
   try {
-    return await store.getMigrationMarker();
+    return await store.admin.getMigrationMarker(options);
   } catch (error) {
-    if (error instanceof LeaseStoreSchemaMissingError) return null;
+    if (isSchemaMissing(error)) return null;
     throw error;
   }
 }
 
-/** The store's leases; empty when its tables do not exist yet (`schemaMissing` says so). */
+/**
+ * The store's leases, read with `admin.scan()`; empty when its tables do not exist yet
+ * (`schemaMissing` says so). `unreadable` lists the rows that exist but cannot be read.
+ */
 export async function readLeasesIfPresent(
   store: LeaseStore,
-): Promise<{ readonly leases: Lease[]; readonly schemaMissing: boolean }> {
+  options?: StoreCallOptions,
+): Promise<{
+  readonly leases: Lease[];
+  readonly unreadable: readonly UnreadableLeaseRow[];
+  readonly schemaMissing: boolean;
+}> {
   try {
-    return { leases: await store.listLeases(), schemaMissing: false };
+    const scan = await store.admin.scan(options);
+    return { leases: [...scan.leases], unreadable: scan.unreadable, schemaMissing: false };
   } catch (error) {
-    if (error instanceof LeaseStoreSchemaMissingError) return { leases: [], schemaMissing: true };
+    if (isSchemaMissing(error)) return { leases: [], unreadable: [], schemaMissing: true };
     throw error;
   }
 }

@@ -72,15 +72,15 @@ export async function repairTargetCopy(
   options: RepairTargetCopyOptions = {},
 ): Promise<CopyRepair> {
   const wanted = exactCopyOf(source);
-  const current = options.current === undefined ? await to.getLease(source.leaseKey) : options.current;
-  if (current === null) return (await to.createLeaseIfAbsent(wanted)).ok ? 'created' : 'raced';
+  const current = options.current === undefined ? await to.leases.get(source.leaseKey) : options.current;
+  if (current === null) return (await to.leases.create(wanted)).ok ? 'created' : 'raced';
   if (current.owner !== REPAIR_OWNER) options.locks?.forget(source.leaseKey);
   if (leasesEqual(current, leaseFromInit(wanted))) return 'in-sync';
   if (current.owner === REPAIR_OWNER && options.locks?.isStale(current) !== true) return 'locked';
   if (current.leaseCounter > source.leaseCounter && options.replaceAhead !== true) return 'ahead';
-  const lock = await to.takeLease(source.leaseKey, current.leaseCounter, REPAIR_OWNER);
+  const lock = await to.leases.take(source.leaseKey, current.leaseCounter, REPAIR_OWNER);
   if (!lock.ok) return 'raced';
   options.locks?.forget(source.leaseKey);
-  await to.deleteLease(source.leaseKey);
-  return (await to.createLeaseIfAbsent(wanted)).ok ? 'repaired' : 'raced';
+  await to.leases.delete(source.leaseKey);
+  return (await to.leases.create(wanted)).ok ? 'repaired' : 'raced';
 }

@@ -1,10 +1,12 @@
 import type { LeaseStore } from '@kcl/core';
 import { leaseFromInit, leasesEqual, systemClock } from '@kcl/core';
 import type { LiveMigrationOptions } from './live-migration.js';
-import { LiveMigrationRefusedError, readLiveMigrationState } from './live-migration.js';
+import { readLiveMigrationState } from './live-migration.js';
 import { mapConcurrently } from './map-concurrently.js';
+import { LiveMigrationRefusedError } from './migration-errors.js';
 import { isSealedLease, pendingMarkerText } from './migration-phase.js';
 import { exactCopyOf } from './plan-lease-copy.js';
+import type { UnreadableLeaseRow } from './read-lease-source.js';
 import { repairTargetCopy } from './repair-target-copy.js';
 
 export interface LiveMigrationStartReport {
@@ -23,6 +25,11 @@ export interface LiveMigrationStartReport {
   readonly gone: number;
   /** Seals left from an earlier migration that were removed (`force`). */
   readonly removedSeals: number;
+  /**
+   * Source lease rows that cannot be read, so have no copy. The cut-over refuses to run until they
+   * are fixed or deleted.
+   */
+  readonly unreadable: readonly UnreadableLeaseRow[];
 }
 
 const STEP = 'starting the live migration';
@@ -54,13 +61,14 @@ export async function startLiveMigration(
           : `the migration is already in phase ${state.phase}; see \`kcl-migrate status\` (or run \`kcl-migrate cutover\` to finish it)`,
     ]);
   }
-  await to.ensureSchema();
-  await to.setMigrationMarker({
+  await to.admin.ensureSchema();
+  await to.admin.setMigrationMarker({
     migratedTo: pendingMarkerText(options.sourceName ?? from.description),
     migratedAt: new Date(clock.now()),
   });
 
-  const rows = await from.listLeases();
+  const scan = await from.admin.scan();
+  const rows = scan.leases;
   const seals = rows.filter(isSealedLease);
   if (seals.length > 0 && options.force !== true) {
     throw new LiveMigrationRefusedError(STEP, [
@@ -72,7 +80,7 @@ export async function startLiveMigration(
         )}${seals.length > 5 ? ', …' : ''}) are sealed by an earlier migration; pass --force to remove those seals`,
     ]);
   }
-  for (const seal of seals) await from.deleteLease(seal.leaseKey);
+  for (const seal of seals) await from.leases.delete(seal.leaseKey);
 
   // The listing can take long on a big table: a cut-over may have begun meanwhile.
   await assertStillMirroring(from, to);
@@ -85,8 +93,8 @@ export async function startLiveMigration(
     async (listed) => {
       // The copy first, the source second: a copy on the source's history is then at most the
       // source's counter, so one above it is left over from something else and may be replaced.
-      const current = await to.getLease(listed.leaseKey);
-      const source = await from.getLease(listed.leaseKey);
+      const current = await to.leases.get(listed.leaseKey);
+      const source = await from.leases.get(listed.leaseKey);
       if (source === null || isSealedLease(source)) {
         counts.gone += 1;
       } else if (current !== null && leasesEqual(current, leaseFromInit(exactCopyOf(source)))) {
@@ -104,7 +112,7 @@ export async function startLiveMigration(
     },
     options.signal,
   );
-  return { sourceLeases: leases.length, ...counts, removedSeals: seals.length };
+  return { sourceLeases: leases.length, ...counts, removedSeals: seals.length, unreadable: scan.unreadable };
 }
 
 /** Throws when the source has left the mirroring phase: the target rows are the cut-over's then. */
@@ -113,7 +121,7 @@ export async function assertStillMirroring(from: LeaseStore, to: LeaseStore): Pr
   if (state.phase === 'mirroring') return;
   if (state.phase === 'complete' && state.targetGuarded) {
     // This run may have put the guard back after the cut-over lifted it; nobody needs it now.
-    await to.setMigrationMarker(null);
+    await to.admin.setMigrationMarker(null);
   }
   throw new LiveMigrationRefusedError(STEP, [
     `the cut-over began while the backfill ran (the source is now in phase ${state.phase}); the backfill stopped, and the cut-over moves every lease itself`,

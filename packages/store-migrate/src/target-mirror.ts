@@ -1,4 +1,12 @@
-import type { Clock, Lease, LeaseBatchWriteResult, LeaseStore, LeaseWriteResult, Logger } from '@kcl/core';
+import type {
+  Clock,
+  Lease,
+  LeaseBatchWriteResult,
+  LeaseStore,
+  LeaseWriteResult,
+  Logger,
+  StoreCallOptions,
+} from '@kcl/core';
 import { leaseFromInit, leasesEqual } from '@kcl/core';
 import { startDeadline, TIMED_OUT } from './deadline.js';
 import { exactCopyOf } from './plan-lease-copy.js';
@@ -47,7 +55,7 @@ export interface TargetMirror {
     source: Lease | null,
   ): Promise<void>;
   /** Mirrors a batch of renewals, given as the renewed source leases, in one call; as `write`. */
-  renewals(renewed: readonly Lease[]): Promise<void>;
+  renewals(renewed: readonly Lease[], options?: StoreCallOptions): Promise<void>;
   statistics(): MirrorStatistics;
 }
 
@@ -84,7 +92,9 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
   /**
    * After the target refused a mirrored write (its copy is missing, or behind because an earlier
    * mirror was lost or a plain worker wrote the source): repair the copy from the source's new state.
-   * Only while mirroring; later the cut-over owns the copies (it moves each lease exactly).
+   * Only while mirroring; later the cut-over owns the copies (it moves each lease exactly). A repair is
+   * this store's own work, not the caller's: it is not given the caller's signal, so a caller that
+   * gives up does not leave a copy half replaced (locked, or deleted and not yet created again).
    */
   const repair = async (source: Lease | null): Promise<void> => {
     if (source === null || !options.mayRepair()) {
@@ -119,10 +129,11 @@ export function createTargetMirror(options: TargetMirrorOptions): TargetMirror {
       });
     },
 
-    renewals(renewed) {
+    renewals(renewed, callOptions) {
       return bounded(`renew ${renewed.length} leases`, renewed.length, async () => {
-        const results: LeaseBatchWriteResult[] = await to.renewLeases(
+        const results: LeaseBatchWriteResult[] = await to.leases.renewMany(
           renewed.map((lease) => ({ leaseKey: lease.leaseKey, leaseCounter: lease.leaseCounter - 1 })),
+          callOptions,
         );
         await Promise.all(
           renewed.map(async (lease, index) => {

@@ -10,7 +10,7 @@ async function seeded() {
     ['shard-2', 'worker-b'],
     ['shard-3', null],
   ] as const) {
-    await store.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON, owner });
+    await store.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON, owner });
   }
   return store;
 }
@@ -18,7 +18,7 @@ async function seeded() {
 describe('watchSourceActivity', () => {
   it('sees an idle source as idle after the whole window', async () => {
     const store = await seeded();
-    await store.heartbeatWorker('worker-a');
+    await store.workers.heartbeat('worker-a');
     const clock = new ManualClock();
     const ticks: number[] = [];
     const watching = watchSourceActivity({
@@ -41,9 +41,9 @@ describe('watchSourceActivity', () => {
     const clock = new ManualClock();
     const watching = watchSourceActivity({ store, watchMs: 2_000, clock });
     await clock.waitForSleepers(1);
-    const lease = await store.getLease('shard-2');
-    await store.renewLease('shard-2', lease?.leaseCounter ?? 0);
-    await store.createLeaseIfAbsent({ leaseKey: 'shard-4', checkpoint: ExtendedSequenceNumber.LATEST });
+    const lease = await store.leases.get('shard-2');
+    await store.leases.renew('shard-2', lease?.leaseCounter ?? 0);
+    await store.leases.create({ leaseKey: 'shard-4', checkpoint: ExtendedSequenceNumber.LATEST });
     await clock.advance(2_000);
     const activity = await watching;
     expect(activity.live).toBe(true);
@@ -56,11 +56,11 @@ describe('watchSourceActivity', () => {
 
   it('stops early when a worker heartbeat moves, unless asked to watch the whole window', async () => {
     const store = await seeded();
-    await store.heartbeatWorker('worker-a');
+    await store.workers.heartbeat('worker-a');
     const clock = new ManualClock();
     const early = watchSourceActivity({ store, watchMs: 45_001, clock });
     await clock.waitForSleepers(1);
-    await store.heartbeatWorker('worker-a');
+    await store.workers.heartbeat('worker-a');
     await clock.advance(1_000);
     const activity = await early;
     expect(activity.watchedMs).toBe(1_000);
@@ -70,7 +70,7 @@ describe('watchSourceActivity', () => {
 
     const whole = watchSourceActivity({ store, watchMs: 3_000, clock, stopEarly: false });
     await clock.waitForSleepers(1);
-    await store.heartbeatWorker('worker-a');
+    await store.workers.heartbeat('worker-a');
     await clock.advance(1_000);
     await settle();
     expect(clock.pendingSleeps).toBe(1);

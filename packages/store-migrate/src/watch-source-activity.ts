@@ -1,6 +1,6 @@
-import type { Clock, Lease, LeaseStore, WorkerRecord } from '@kcl/core';
-import { compareLeaseKeys, LeaseStoreSchemaMissingError, systemClock } from '@kcl/core';
-import { readLeaseSource } from './read-lease-source.js';
+import type { Clock, Lease, LeaseStore, StoreCallOptions, WorkerRecord } from '@kcl/core';
+import { compareLeaseKeys, systemClock } from '@kcl/core';
+import { isSchemaMissing, readLeaseSource } from './read-lease-source.js';
 
 /** A lease whose counter moved while the source was watched: some worker is renewing or writing it. */
 export interface LeaseActivity {
@@ -40,6 +40,10 @@ export interface WatchSourceActivityOptions {
   /** How long to watch; at least the lease expiry of the fleet that used the store. */
   readonly watchMs: number;
   readonly clock?: Clock;
+  /**
+   * Ends the wait early. The store calls are not given it: an interrupted tool still reads the
+   * store once more and reports what it saw, and the caller decides what an interruption means.
+   */
   readonly signal?: AbortSignal;
   /** How often the worker registry is sampled while waiting (default 1,000 ms). */
   readonly sampleIntervalMs?: number;
@@ -125,11 +129,14 @@ export async function watchSourceActivity(options: WatchSourceActivityOptions): 
 }
 
 /** The worker registry; empty when the store has none yet (a Java KCL table has no kcl registry). */
-export async function listWorkersIfPresent(store: LeaseStore): Promise<WorkerRecord[]> {
+export async function listWorkersIfPresent(
+  store: LeaseStore,
+  options?: StoreCallOptions,
+): Promise<WorkerRecord[]> {
   try {
-    return await store.listWorkers();
+    return await store.workers.list(options);
   } catch (error) {
-    if (error instanceof LeaseStoreSchemaMissingError) return [];
+    if (isSchemaMissing(error)) return [];
     throw error;
   }
 }

@@ -4,6 +4,16 @@ import type { Lease, LeaseStore } from '@kcl/core';
 import { ExtendedSequenceNumber, hashKeyRange } from '@kcl/core';
 import { createDynamoLeaseStore } from '@kcl/store-dynamo';
 import { createSqlLeaseStore } from '@kcl/store-sql';
+import type { JavaLeaseTableItem } from '@kcl/testkit';
+import {
+  createJavaLeaseTable,
+  JAVA_SAMPLE,
+  javaKcl3OtherRows,
+  javaLeaseItem,
+  javaSplitAndMergeLeases,
+  putJavaTableItems,
+  javaShardId as SHARD,
+} from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from './support/databases.js';
 import {
@@ -13,17 +23,7 @@ import {
   createPostgresDatabase,
   createSqliteDatabase,
 } from './support/databases.js';
-import {
-  createJavaLeaseTable,
-  HALF,
-  javaTableItems,
-  LONG,
-  MAX_HASH,
-  NEXT,
-  putItems,
-  SHARD,
-  startLocalDynamo,
-} from './support/local-dynamo.js';
+import { startLocalDynamo } from './support/local-dynamo.js';
 import { runCli, runInProcess } from './support/run-cli.js';
 
 // The CLI is run as a user runs it (`node dist/cli/main.js …`, no terminal) against a DynamoDB table
@@ -41,13 +41,30 @@ function unique(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Seeds a Java KCL table for a new application; returns its name. */
-async function seedJavaTable(extra: Parameters<typeof putItems>[2] = []): Promise<string> {
+const { checkpoint: LONG, pendingCheckpoint: NEXT, halfHashKey: HALF, maxHashKey: MAX_HASH } = JAVA_SAMPLE;
+
+/**
+ * Seeds a Java KCL table for a new application: the leases after a split and a merge, a very old
+ * unowned row (no sub-sequence number, no owner switches, no hash range) and the KCL 3.x rows that
+ * are not leases. Returns the application's name.
+ */
+async function seedJavaTable(extra: readonly JavaLeaseTableItem[] = []): Promise<string> {
   const applicationName = unique('billing');
   const client = dynamo.client();
   await createJavaLeaseTable(client, applicationName);
-  const { leases, others } = javaTableItems();
-  await putItems(client, applicationName, [...leases, ...others, ...extra]);
+  const oldRow = javaLeaseItem({
+    leaseKey: SHARD(5),
+    leaseCounter: 77,
+    checkpoint: '12345',
+    checkpointSubSequenceNumber: null,
+    ownerSwitchesSinceCheckpoint: null,
+  });
+  await putJavaTableItems(client, applicationName, [
+    ...javaSplitAndMergeLeases(),
+    oldRow,
+    ...javaKcl3OtherRows(),
+    ...extra,
+  ]);
   return applicationName;
 }
 
@@ -68,6 +85,8 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [],
     childShardIds: [SHARD(2), SHARD(3)],
     hashKeyRange: hash('0', MAX_HASH),
+    streamIdentifier: null,
+    handoff: null,
   },
   {
     leaseKey: SHARD(1),
@@ -78,6 +97,8 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [],
     childShardIds: [],
     hashKeyRange: hash('0', MAX_HASH),
+    streamIdentifier: null,
+    handoff: null,
   },
   {
     leaseKey: SHARD(2),
@@ -88,6 +109,8 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [SHARD(0)],
     childShardIds: [SHARD(4)],
     hashKeyRange: hash('0', ((1n << 127n) - 1n).toString()),
+    streamIdentifier: null,
+    handoff: null,
   },
   {
     leaseKey: SHARD(3),
@@ -98,6 +121,8 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [SHARD(0)],
     childShardIds: [SHARD(4)],
     hashKeyRange: hash(HALF, MAX_HASH),
+    streamIdentifier: null,
+    handoff: null,
   },
   {
     leaseKey: SHARD(4),
@@ -108,6 +133,8 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [SHARD(2), SHARD(3)],
     childShardIds: [],
     hashKeyRange: hash('0', MAX_HASH),
+    streamIdentifier: null,
+    handoff: null,
   },
   {
     leaseKey: SHARD(5),
@@ -118,11 +145,13 @@ const EXPECTED: ReadonlyArray<Omit<Lease, 'ownerSwitchesSinceCheckpoint'>> = [
     parentShardIds: [],
     childShardIds: [],
     hashKeyRange: null,
+    streamIdentifier: null,
+    handoff: null,
   },
 ];
 
 async function expectExactCopy(store: LeaseStore): Promise<void> {
-  const leases = await store.listLeases();
+  const leases = await store.leases.list();
   expect(leases.map(({ ownerSwitchesSinceCheckpoint: _, ...rest }) => rest)).toEqual(EXPECTED);
   expect(leases.find((lease) => lease.leaseKey === SHARD(1))?.ownerSwitchesSinceCheckpoint).toBe(1);
 }
@@ -157,11 +186,12 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       const plan = JSON.parse(dryRun.stdout);
       expect(plan.outcome).toBe('planned');
       expect(plan.source.leases).toBe(6);
-      expect(plan.source.skippedRowCount).toBe(4);
+      expect(plan.source.skippedRowCount).toBe(5);
       expect(plan.source.skippedRowsByEntityType).toEqual({
         WORKER_METRIC_STATS: 2,
         LEADER: 1,
         CLIENT_VERSION_MIGRATION: 1,
+        TABLE_MIGRATION: 1,
       });
       expect(plan.source.owners).toEqual({ 'java-worker-1': 2, 'java-worker-2': 3 });
       expect(plan.plan.map((entry: { action: string }) => entry.action)).toEqual(Array(6).fill('create'));
@@ -187,14 +217,14 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       expect(copy.code, copy.stderr).toBe(0);
       expect(copy.stdout).toMatch(/created\s+6/);
       expect(copy.stdout).toMatch(
-        /non-lease rows skipped\s+4 \(CLIENT_VERSION_MIGRATION 1, LEADER 1, WORKER_METRIC_STATS 2\)/,
+        /non-lease rows skipped\s+5 \(CLIENT_VERSION_MIGRATION 1, LEADER 1, TABLE_MIGRATION 1, WORKER_METRIC_STATS 2\)/,
       );
       expect(copy.stdout).toMatch(/verified\s+6 of 6 leases match/);
       expect(copy.stdout).toMatch(/source marked\s+yes/);
       expect(copy.stderr).toMatch(/copying: 6\/6 leases \(100%\)/);
       await expectExactCopy(target);
 
-      const marker = await dynamoStore(applicationName).getMigrationMarker();
+      const marker = await dynamoStore(applicationName).admin.getMigrationMarker();
       expect(marker?.migratedTo).toMatch(
         /^PostgreSQL table "kcl_leases" \(application ".*"\) at postgres:\/\//,
       );
@@ -209,10 +239,10 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       expect(rerun.counts).toMatchObject({ created: 0, updated: 0, unchanged: 6 });
 
       // A new fleet on the target moves a lease on; neither a re-run nor --verify hides it.
-      const lease = (await target.getLease(SHARD(4))) as Lease;
-      const taken = await target.takeLease(SHARD(4), lease.leaseCounter, 'new-worker');
+      const lease = (await target.leases.get(SHARD(4))) as Lease;
+      const taken = await target.leases.take(SHARD(4), lease.leaseCounter, 'new-worker');
       if (!taken.ok) throw new Error('take failed');
-      await target.updateCheckpoint(SHARD(4), taken.lease.leaseCounter, {
+      await target.leases.checkpoint(SHARD(4), taken.lease.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of('777'),
       });
       const differs = await runInProcess([...args, '--verify', '--json']);
@@ -224,7 +254,7 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       expect(kept.code).toBe(4);
       expect(kept.stdout).toMatch(/target moved on \(kept\)\s+1/);
       expect(kept.stderr).toContain('--force overwrites them');
-      expect((await target.getLease(SHARD(4)))?.checkpoint.sequenceNumber).toBe('777');
+      expect((await target.leases.get(SHARD(4)))?.checkpoint.sequenceNumber).toBe('777');
       const forced = await runInProcess([...args, '--yes', '--force', '--json']);
       expect(forced.code, forced.stderr).toBe(0);
       expect(JSON.parse(forced.stdout).counts.overwritten).toBe(1);
@@ -233,17 +263,17 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       const unmark = await runInProcess(['--unmark', ...dynamoArgs(applicationName)]);
       expect(unmark.code, unmark.stderr).toBe(0);
       expect(unmark.stdout).toContain('cleared the marker');
-      expect(await dynamoStore(applicationName).getMigrationMarker()).toBeNull();
+      expect(await dynamoStore(applicationName).admin.getMigrationMarker()).toBeNull();
     });
 
     it('refuses a source whose leases are being renewed, and says who holds them', async () => {
       const applicationName = await seedJavaTable();
       const source = dynamoStore(applicationName);
-      let lease = (await source.getLease(SHARD(1))) as Lease;
+      let lease = (await source.leases.get(SHARD(1))) as Lease;
       let renewing = true;
       const renewer = (async () => {
         while (renewing) {
-          const renewed = await source.renewLease(SHARD(1), lease.leaseCounter);
+          const renewed = await source.leases.renew(SHARD(1), lease.leaseCounter);
           if (renewed.ok) lease = renewed.lease;
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
@@ -269,14 +299,20 @@ describe.skipIf(!dynamo.check.available || !postgres.available)(
       }
       expect(
         await createSqlLeaseStore({ db: database.db, applicationName })
-          .listLeases()
+          .leases.list()
           .catch(() => []),
       ).toEqual([]);
     });
 
     it('refuses unreadable lease rows unless --force, which leaves them behind', async () => {
       const applicationName = await seedJavaTable([
-        { leaseKey: { S: SHARD(9) }, leaseCounter: { N: '1' }, checkpoint: { S: 'garbage' } },
+        javaLeaseItem({
+          leaseKey: SHARD(9),
+          leaseCounter: 1,
+          checkpoint: 'garbage',
+          checkpointSubSequenceNumber: null,
+          ownerSwitchesSinceCheckpoint: null,
+        }),
       ]);
       const args = [...dynamoArgs(applicationName), '--to', 'postgres', '--postgres-url', database.url];
       const refused = await runInProcess([...args, '--yes', '--watch-ms', '100']);
@@ -350,8 +386,8 @@ describe.skipIf(!dynamo.check.available || !postgres.available)('PostgreSQL → 
   it('copies into a DynamoDB table it creates, in the Java format, and marks PostgreSQL', async () => {
     const applicationName = unique('orders');
     const source = createSqlLeaseStore({ db: database.db, applicationName });
-    await source.ensureSchema();
-    const created = await source.createLeaseIfAbsent({
+    await source.admin.ensureSchema();
+    const created = await source.leases.create({
       leaseKey: '123456789012:orders:1700000000:shardId-000000000007',
       checkpoint: ExtendedSequenceNumber.of(LONG, 2),
       pendingCheckpoint: ExtendedSequenceNumber.of(NEXT, 1),
@@ -361,7 +397,7 @@ describe.skipIf(!dynamo.check.available || !postgres.available)('PostgreSQL → 
       leaseCounter: 41,
     });
     expect(created.ok).toBe(true);
-    await source.createLeaseIfAbsent({ leaseKey: SHARD(1), checkpoint: ExtendedSequenceNumber.LATEST });
+    await source.leases.create({ leaseKey: SHARD(1), checkpoint: ExtendedSequenceNumber.LATEST });
 
     const run = await runCli([
       '--from',
@@ -384,7 +420,7 @@ describe.skipIf(!dynamo.check.available || !postgres.available)('PostgreSQL → 
     expect(report).toMatchObject({ outcome: 'completed', marked: true, counts: { created: 2 } });
 
     const target = dynamoStore(applicationName);
-    const copied = await target.getLease('123456789012:orders:1700000000:shardId-000000000007');
+    const copied = await target.leases.get('123456789012:orders:1700000000:shardId-000000000007');
     expect(copied).toMatchObject({
       owner: null,
       leaseCounter: 42,
@@ -398,6 +434,6 @@ describe.skipIf(!dynamo.check.available || !postgres.available)('PostgreSQL → 
       .send(new GetItemCommand({ TableName: applicationName, Key: { leaseKey: { S: SHARD(1) } } }));
     expect(raw.Item?.entityType?.S).toBe('LEASE');
     expect(raw.Item?.checkpoint?.S).toBe('LATEST');
-    expect((await source.getMigrationMarker())?.migratedTo).toMatch(/^DynamoDB table /);
+    expect((await source.admin.getMigrationMarker())?.migratedTo).toMatch(/^DynamoDB table /);
   });
 });

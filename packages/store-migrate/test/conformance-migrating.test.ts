@@ -16,7 +16,7 @@ function harnessFor(phase: LiveMigrationPhase) {
         const from = createMemoryLeaseStore({ applicationName, table: source });
         const to = createMemoryLeaseStore({ applicationName, table: target });
         if (phase !== 'mirroring') {
-          await from.setMigrationMarker({
+          await from.admin.setMigrationMarker({
             migratedTo: phaseMarkerText(to.description, phase),
             migratedAt: new Date(0),
           });

@@ -92,7 +92,7 @@ describe.skipIf(!available)('a consumer moved from DynamoDB to PostgreSQL', () =
       processor: () => ({ processRecords: async () => undefined }),
     });
     const refused = stale.start();
-    await expect(refused).rejects.toBeInstanceOf(ApplicationMigratedError);
+    await expect(refused).rejects.toSatisfy(ApplicationMigratedError.is);
     await expect(refused).rejects.toThrow(/migrated to PostgreSQL table "kcl_leases"/);
   });
 });

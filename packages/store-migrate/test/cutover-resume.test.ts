@@ -12,6 +12,7 @@ import {
   readLiveMigrationState,
   startLiveMigration,
 } from '../src/index.js';
+import { intercepted } from './support/intercepted.js';
 import { openStorePairs } from './support/store-pairs.js';
 
 // `kcl-migrate cutover` is a sequence of writes to two stores (markers, copies, seals, the guard). It
@@ -23,16 +24,16 @@ const pairs = await openStorePairs();
 afterAll(() => pairs.close());
 
 const WRITES = new Set<string>([
-  'setMigrationMarker',
-  'createLeaseIfAbsent',
-  'deleteLease',
-  'takeLease',
-  'renewLease',
-  'renewLeases',
-  'releaseLease',
-  'updateCheckpoint',
-  'updateLeaseMeta',
-  'removeWorker',
+  'admin.setMigrationMarker',
+  'leases.create',
+  'leases.delete',
+  'leases.take',
+  'leases.renew',
+  'leases.renewMany',
+  'leases.release',
+  'leases.checkpoint',
+  'leases.updateMeta',
+  'workers.remove',
 ]);
 
 class Killed extends Error {}
@@ -45,20 +46,14 @@ function killedAfter(writes: number) {
   let count = 0;
   let killed = false;
   const wrap = (store: LeaseStore): LeaseStore =>
-    new Proxy(store, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (typeof value !== 'function') return value;
-        return async (...args: unknown[]) => {
-          if (killed) throw new Killed('killed');
-          const result = await (value as (...values: unknown[]) => Promise<unknown>).apply(target, args);
-          if (typeof property === 'string' && WRITES.has(property)) {
-            count += 1;
-            if (count === writes) killed = true;
-          }
-          return result;
-        };
-      },
+    intercepted(store, async (operation, call) => {
+      if (killed) throw new Killed('killed');
+      const result = await call();
+      if (WRITES.has(operation)) {
+        count += 1;
+        if (count === writes) killed = true;
+      }
+      return result;
     });
   return { wrap, killed: () => killed };
 }
@@ -69,26 +64,26 @@ const fast = { watchMs: 1, phaseRefreshMs: 1, settleMarginMs: 0 } as const;
 async function prepare(pair: Awaited<ReturnType<(typeof pairs.kinds)[number]['open']>>) {
   const { from, to, newFrom, newTo } = pair;
   const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo(), phaseRefreshMs: 1 });
-  await worker.heartbeatWorker('worker-1');
+  await worker.workers.heartbeat('worker-1');
   const held = new Map<string, Lease>();
   for (const [index, leaseKey] of ['shard-1', 'shard-2', 'shard-3', 'shard-4'].entries()) {
-    const created = await worker.createLeaseIfAbsent({
+    const created = await worker.leases.create({
       leaseKey,
       checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
     });
     if (!created.ok) throw new Error('create failed');
     if (leaseKey === 'shard-4') continue;
-    const taken = await worker.takeLease(leaseKey, created.lease.leaseCounter, 'worker-1');
+    const taken = await worker.leases.take(leaseKey, created.lease.leaseCounter, 'worker-1');
     if (!taken.ok) throw new Error('take failed');
-    const checkpointed = await worker.updateCheckpoint(leaseKey, taken.lease.leaseCounter, {
+    const checkpointed = await worker.leases.checkpoint(leaseKey, taken.lease.leaseCounter, {
       checkpoint: ExtendedSequenceNumber.of(String(100 + index)),
     });
     if (!checkpointed.ok) throw new Error('checkpoint failed');
     held.set(leaseKey, checkpointed.lease);
   }
   await startLiveMigration({ from, to });
-  await to.deleteLease('shard-3'); // a copy the cut-over has to create
-  await to.createLeaseIfAbsent({ leaseKey: 'stale', checkpoint: ExtendedSequenceNumber.of('1') }); // and one to remove
+  await to.leases.delete('shard-3'); // a copy the cut-over has to create
+  await to.leases.create({ leaseKey: 'stale', checkpoint: ExtendedSequenceNumber.of('1') }); // and one to remove
   return { worker, held };
 }
 
@@ -103,19 +98,19 @@ async function expectRunningOnTarget(
   const state = await readLiveMigrationState(from, to);
   expect(state.phase, context).toBe('complete');
   expect(state.targetGuarded, context).toBe(false);
-  for (const row of await from.listLeases())
+  for (const row of await from.leases.list())
     expect(isSealedLease(row), `${context}: ${row.leaseKey}`).toBe(true);
   const plainTarget = newTo();
   // A plain target worker starts (the consumer refuses to start on a store with a marker).
-  expect(await plainTarget.getMigrationMarker(), context).toBeNull();
-  const leases = await plainTarget.listLeases();
+  expect(await plainTarget.admin.getMigrationMarker(), context).toBeNull();
+  const leases = await plainTarget.leases.list();
   expect(
     leases.map((lease) => lease.leaseKey),
     context,
   ).toEqual(['shard-1', 'shard-2', 'shard-3', 'shard-4']);
   // The migrating worker carries on with the counters it holds, in the target.
   for (const [leaseKey, lease] of held) {
-    const renewed = await worker.renewLease(leaseKey, lease.leaseCounter);
+    const renewed = await worker.leases.renew(leaseKey, lease.leaseCounter);
     expect(renewed.ok, `${context}: ${leaseKey} renewal`).toBe(true);
     if (renewed.ok) {
       expect(renewed.lease.checkpoint.equals(lease.checkpoint), context).toBe(true);
@@ -124,9 +119,10 @@ async function expectRunningOnTarget(
   }
   // And a plain target worker takes the free lease.
   const free = leases.find((lease) => lease.leaseKey === 'shard-4') as Lease;
-  expect((await plainTarget.takeLease('shard-4', free.leaseCounter, 'plain-target-worker')).ok, context).toBe(
-    true,
-  );
+  expect(
+    (await plainTarget.leases.take('shard-4', free.leaseCounter, 'plain-target-worker')).ok,
+    context,
+  ).toBe(true);
   expect((await liveMigrationStatus({ from, to })).nextStep, context).toContain('redeploy the workers');
 }
 
@@ -183,7 +179,7 @@ describe.each(pairs.kinds)('an interrupted cut-over ($name)', (kind) => {
       await prepare(pair);
       await cutOverLiveMigration({ from: pair.from, to: pair.to, ...fast });
       // The guard as a run that died right before lifting it leaves it.
-      await pair.to.setMigrationMarker({
+      await pair.to.admin.setMigrationMarker({
         migratedTo: pendingMarkerText(pair.from.description),
         migratedAt: new Date(0),
       });
@@ -195,7 +191,7 @@ describe.each(pairs.kinds)('an interrupted cut-over ($name)', (kind) => {
       );
       const report = await cutOverLiveMigration({ from: pair.from, to: pair.to, ...fast });
       expect(report).toMatchObject({ startedIn: 'complete', moved: 0 });
-      expect(await pair.to.getMigrationMarker()).toBeNull();
+      expect(await pair.to.admin.getMigrationMarker()).toBeNull();
     },
   );
 });

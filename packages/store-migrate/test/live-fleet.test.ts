@@ -156,10 +156,10 @@ describe.skipIf(!available)('a live migration of a consuming fleet', () => {
     if (lost.length === 0) expect(fleet.processed().length - processed.size).toBe(0);
 
     const source = sourceStore();
-    expect((await source.listLeases()).every(isSealedLease)).toBe(true);
-    expect(markerTag((await source.getMigrationMarker())?.migratedTo ?? '')).toBe('complete');
+    expect((await source.leases.list()).every(isSealedLease)).toBe(true);
+    expect(markerTag((await source.admin.getMigrationMarker())?.migratedTo ?? '')).toBe('complete');
     const target = targetStore();
-    expect(await target.getMigrationMarker()).toBeNull();
-    expect((await target.listLeases()).map((lease) => lease.owner)).toEqual([null, null, null, null]);
+    expect(await target.admin.getMigrationMarker()).toBeNull();
+    expect((await target.leases.list()).map((lease) => lease.owner)).toEqual([null, null, null, null]);
   });
 });

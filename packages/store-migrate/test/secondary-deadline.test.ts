@@ -16,16 +16,25 @@ afterAll(() => pairs.close());
 
 const MIRROR_TIMEOUT_MS = 250;
 
-/** The store, except that the listed operations never answer. */
+/** The store, except that the listed operations (`role.method`) never answer. */
 function hanging(store: LeaseStore, operations: readonly LeaseStoreOperation[]): LeaseStore {
   const hung = new Set<string>(operations);
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof property === 'string' && hung.has(property)) return () => new Promise(() => undefined);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const role = <T extends object>(name: string, methods: T): T =>
+    new Proxy(methods, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof property === 'string' && hung.has(`${name}.${property}`)) {
+          return () => new Promise(() => undefined);
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  return {
+    ...store,
+    leases: role('leases', store.leases),
+    workers: role('workers', store.workers),
+    admin: role('admin', store.admin),
+  };
 }
 
 /**
@@ -58,11 +67,11 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
     async () => {
       const { from, to } = await kind.open('hung-registry');
       for (const operation of [
-        'heartbeatWorker',
-        'listWorkers',
-        'removeWorker',
-        'ensureSchema',
-        'getMigrationMarker',
+        'workers.heartbeat',
+        'workers.list',
+        'workers.remove',
+        'admin.ensureSchema',
+        'admin.getMigrationMarker',
       ] as const) {
         const clock = new ManualClock();
         const store = createMigratingLeaseStore({
@@ -73,11 +82,11 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
         });
         await store.refreshPhase();
         const calls: Record<typeof operation, () => Promise<unknown>> = {
-          heartbeatWorker: () => store.heartbeatWorker('worker-1'),
-          listWorkers: () => store.listWorkers(),
-          removeWorker: () => store.removeWorker('worker-1'),
-          ensureSchema: () => store.ensureSchema(),
-          getMigrationMarker: () => store.getMigrationMarker(),
+          'workers.heartbeat': () => store.workers.heartbeat('worker-1'),
+          'workers.list': () => store.workers.list(),
+          'workers.remove': () => store.workers.remove('worker-1'),
+          'admin.ensureSchema': () => store.admin.ensureSchema(),
+          'admin.getMigrationMarker': () => store.admin.getMigrationMarker(),
         };
         const call = calls[operation];
         expect(await answersWithinDeadline(clock, call), operation).toBe(true);
@@ -86,15 +95,15 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
       const clock = new ManualClock();
       const store = createMigratingLeaseStore({
         from,
-        to: hanging(to, ['heartbeatWorker', 'listWorkers']),
+        to: hanging(to, ['workers.heartbeat', 'workers.list']),
         mirrorTimeoutMs: MIRROR_TIMEOUT_MS,
         clock,
       });
-      expect(await answersWithinDeadline(clock, () => store.heartbeatWorker('worker-2'))).toBe(true);
+      expect(await answersWithinDeadline(clock, () => store.workers.heartbeat('worker-2'))).toBe(true);
       let workers: string[] = [];
       expect(
         await answersWithinDeadline(clock, async () => {
-          workers = (await store.listWorkers()).map((worker) => worker.workerId);
+          workers = (await store.workers.list()).map((worker) => worker.workerId);
         }),
       ).toBe(true);
       expect(workers).toContain('worker-2');
@@ -107,30 +116,30 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
       const { from, to } = await kind.open('hung-lazy-copy');
       // Leases that exist only in the source: the first mirrored write finds no copy and creates one.
       for (const leaseKey of ['shard-1', 'shard-2']) {
-        await from.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.of('5'), owner: 'w' });
+        await from.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.of('5'), owner: 'w' });
       }
       const clock = new ManualClock();
       const store = createMigratingLeaseStore({
         from,
-        to: hanging(to, ['createLeaseIfAbsent']),
+        to: hanging(to, ['leases.create']),
         mirrorTimeoutMs: MIRROR_TIMEOUT_MS,
         clock,
       });
-      expect(await answersWithinDeadline(clock, () => store.renewLease('shard-1', 0))).toBe(true);
-      expect((await from.getLease('shard-1'))?.leaseCounter).toBe(1);
+      expect(await answersWithinDeadline(clock, () => store.leases.renew('shard-1', 0))).toBe(true);
+      expect((await from.leases.get('shard-1'))?.leaseCounter).toBe(1);
       const batchClock = new ManualClock();
       const batchStore = createMigratingLeaseStore({
         from,
-        to: hanging(to, ['createLeaseIfAbsent']),
+        to: hanging(to, ['leases.create']),
         mirrorTimeoutMs: MIRROR_TIMEOUT_MS,
         clock: batchClock,
       });
       expect(
         await answersWithinDeadline(batchClock, () =>
-          batchStore.renewLeases([{ leaseKey: 'shard-2', leaseCounter: 0 }]),
+          batchStore.leases.renewMany([{ leaseKey: 'shard-2', leaseCounter: 0 }]),
         ),
       ).toBe(true);
-      expect((await from.getLease('shard-2'))?.leaseCounter).toBe(1);
+      expect((await from.leases.get('shard-2'))?.leaseCounter).toBe(1);
     },
   );
 
@@ -138,23 +147,23 @@ describe.each(pairs.kinds)('a hung secondary store ($name)', (kind) => {
     'does not hold up heartbeats once the target is primary and the source hangs (target phase)',
     async () => {
       const { from, to } = await kind.open('hung-source');
-      await from.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.of('5') });
+      await from.leases.create({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.of('5') });
       expect(await moveLease(from, to, 'shard-1')).toBe('moved');
-      await from.setMigrationMarker({
+      await from.admin.setMigrationMarker({
         migratedTo: phaseMarkerText(to.description, 'target'),
         migratedAt: new Date(0),
       });
       const clock = new ManualClock();
       const store = createMigratingLeaseStore({
-        from: hanging(from, ['heartbeatWorker', 'listWorkers', 'removeWorker']),
+        from: hanging(from, ['workers.heartbeat', 'workers.list', 'workers.remove']),
         to,
         mirrorTimeoutMs: MIRROR_TIMEOUT_MS,
         clock,
       });
       expect(await store.refreshPhase()).toBe('target');
-      expect(await answersWithinDeadline(clock, () => store.heartbeatWorker('worker-1'))).toBe(true);
-      expect(await answersWithinDeadline(clock, () => store.listWorkers())).toBe(true);
-      expect(await answersWithinDeadline(clock, () => store.removeWorker('worker-1'))).toBe(true);
+      expect(await answersWithinDeadline(clock, () => store.workers.heartbeat('worker-1'))).toBe(true);
+      expect(await answersWithinDeadline(clock, () => store.workers.list())).toBe(true);
+      expect(await answersWithinDeadline(clock, () => store.workers.remove('worker-1'))).toBe(true);
     },
   );
 });

@@ -1,4 +1,4 @@
-import type { Lease, LeaseStore } from '@kcl/core';
+import type { Lease } from '@kcl/core';
 import { ExtendedSequenceNumber, leasesEqual } from '@kcl/core';
 import { ManualClock } from '@kcl/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import {
   liveMigrationStatus,
   startLiveMigration,
 } from '../src/index.js';
+import { intercepted } from './support/intercepted.js';
 import { openStorePairs } from './support/store-pairs.js';
 
 // A sealed source row looks like an ordinary expired lease to a Java KCL worker, or to a kcl worker
@@ -40,14 +41,14 @@ async function movedThenInterrupted(
 ) {
   const { from, to, newFrom, newTo } = pair;
   const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo(), phaseRefreshMs: 1 });
-  await worker.heartbeatWorker('worker-1');
+  await worker.workers.heartbeat('worker-1');
   const held = new Map<string, Lease>();
   for (const leaseKey of ['shard-1', 'shard-2']) {
-    const created = ok(await worker.createLeaseIfAbsent({ leaseKey, checkpoint: esn('10') }));
-    const taken = ok(await worker.takeLease(leaseKey, created.leaseCounter, 'worker-1'));
+    const created = ok(await worker.leases.create({ leaseKey, checkpoint: esn('10') }));
+    const taken = ok(await worker.leases.take(leaseKey, created.leaseCounter, 'worker-1'));
     held.set(
       leaseKey,
-      ok(await worker.updateCheckpoint(leaseKey, taken.leaseCounter, { checkpoint: esn('20') })),
+      ok(await worker.leases.checkpoint(leaseKey, taken.leaseCounter, { checkpoint: esn('20') })),
     );
   }
   await startLiveMigration({ from, to });
@@ -61,7 +62,7 @@ async function movedThenInterrupted(
       },
     }),
   ).rejects.toBeInstanceOf(Interrupted);
-  expect(isSealedLease((await from.getLease('shard-1')) as Lease)).toBe(true);
+  expect(isSealedLease((await from.leases.get('shard-1')) as Lease)).toBe(true);
   return { worker, held };
 }
 
@@ -74,16 +75,16 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
       const { worker, held } = await movedThenInterrupted(pair, 'target-marked');
       // The migrating owner carries on in the target: renews and checkpoints further.
       const lease = held.get('shard-1') as Lease;
-      const renewed = ok(await worker.renewLease('shard-1', lease.leaseCounter));
+      const renewed = ok(await worker.leases.renew('shard-1', lease.leaseCounter));
       const checkpointed = ok(
-        await worker.updateCheckpoint('shard-1', renewed.leaseCounter, { checkpoint: esn('500') }),
+        await worker.leases.checkpoint('shard-1', renewed.leaseCounter, { checkpoint: esn('500') }),
       );
-      const targetRow = (await to.getLease('shard-1')) as Lease;
+      const targetRow = (await to.leases.get('shard-1')) as Lease;
       expect(leasesEqual(targetRow, checkpointed)).toBe(true);
       // A Java (or plain kcl) worker sees the seal as an expired lease and takes it.
-      const seal = (await from.getLease('shard-1')) as Lease;
+      const seal = (await from.leases.get('shard-1')) as Lease;
       const foreign = newFrom();
-      ok(await foreign.takeLease('shard-1', seal.leaseCounter, 'java-worker-1'));
+      ok(await foreign.leases.take('shard-1', seal.leaseCounter, 'java-worker-1'));
 
       const stages: Array<[CutOverStage, string]> = [];
       const report = await cutOverLiveMigration({
@@ -93,7 +94,7 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
         onStage: (stage, detail) => stages.push([stage, detail]),
       });
 
-      expect(leasesEqual((await to.getLease('shard-1')) as Lease, targetRow)).toBe(true);
+      expect(leasesEqual((await to.leases.get('shard-1')) as Lease, targetRow)).toBe(true);
       expect(report.takenSeals).toEqual([
         expect.objectContaining({
           leaseKey: 'shard-1',
@@ -110,7 +111,7 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
       expect(status.nextStep).toContain('java-worker-1');
       // The owner is not disturbed.
       expect(
-        ok(await worker.renewLease('shard-1', checkpointed.leaseCounter)).checkpoint.sequenceNumber,
+        ok(await worker.leases.renew('shard-1', checkpointed.leaseCounter)).checkpoint.sequenceNumber,
       ).toBe('500');
     },
   );
@@ -121,22 +122,22 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
       const pair = await kind.open('taken-below');
       const { from, to, newFrom } = pair;
       await movedThenInterrupted(pair, 'target-marked');
-      const targetRow = (await to.getLease('shard-1')) as Lease;
+      const targetRow = (await to.leases.get('shard-1')) as Lease;
       const foreign = newFrom();
       let lease = ok(
-        await foreign.takeLease(
+        await foreign.leases.take(
           'shard-1',
-          ((await from.getLease('shard-1')) as Lease).leaseCounter,
+          ((await from.leases.get('shard-1')) as Lease).leaseCounter,
           'java-worker-1',
         ),
       );
       for (let renewal = 0; renewal < 5; renewal++)
-        lease = ok(await foreign.renewLease('shard-1', lease.leaseCounter));
+        lease = ok(await foreign.leases.renew('shard-1', lease.leaseCounter));
       expect(lease.leaseCounter).toBeGreaterThan(targetRow.leaseCounter);
 
       const report = await cutOverLiveMigration({ from, to, ...fast });
 
-      expect(leasesEqual((await to.getLease('shard-1')) as Lease, targetRow)).toBe(true);
+      expect(leasesEqual((await to.leases.get('shard-1')) as Lease, targetRow)).toBe(true);
       expect(report.takenSeals.map((taken) => taken.leaseKey)).toEqual(['shard-1']);
     },
   );
@@ -146,9 +147,9 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
     async () => {
       const { from, to, newFrom, newTo } = await kind.open('taken-same-run');
       const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo(), phaseRefreshMs: 1 });
-      await worker.heartbeatWorker('worker-1');
-      const created = ok(await worker.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: esn('10') }));
-      ok(await worker.takeLease('shard-1', created.leaseCounter, 'worker-1'));
+      await worker.workers.heartbeat('worker-1');
+      const created = ok(await worker.leases.create({ leaseKey: 'shard-1', checkpoint: esn('10') }));
+      ok(await worker.leases.take('shard-1', created.leaseCounter, 'worker-1'));
       await startLiveMigration({ from, to });
       const clock = new ManualClock();
       const stages: CutOverStage[] = [];
@@ -166,17 +167,17 @@ describe.each(pairs.kinds)('a taken seal ($name)', (kind) => {
         await clock.advance(10);
       }
       expect(stages).toContain('target-marked');
-      const targetRow = (await to.getLease('shard-1')) as Lease;
+      const targetRow = (await to.leases.get('shard-1')) as Lease;
       // While the cut-over waits for the workers, a plain source worker that (wrongly) uses the same
       // worker name takes the sealed row. Owner and counter now look like a copy that is behind.
-      const seal = (await from.getLease('shard-1')) as Lease;
-      ok(await newFrom().takeLease('shard-1', seal.leaseCounter, 'worker-1'));
+      const seal = (await from.leases.get('shard-1')) as Lease;
+      ok(await newFrom().leases.take('shard-1', seal.leaseCounter, 'worker-1'));
       for (let step = 0; step < 200 && !stages.includes('complete'); step++) {
         await new Promise((resolve) => setTimeout(resolve, 5));
         await clock.advance(50);
       }
       const report = await running;
-      expect(leasesEqual((await to.getLease('shard-1')) as Lease, targetRow)).toBe(true);
+      expect(leasesEqual((await to.leases.get('shard-1')) as Lease, targetRow)).toBe(true);
       expect(report.takenSeals.map((taken) => taken.leaseKey)).toEqual(['shard-1']);
     },
   );
@@ -186,10 +187,10 @@ describe.each(pairs.kinds)('a backfill still running at cut-over ($name)', (kind
   it.skipIf(kind.skip !== null)('puts back neither a moved nor a deleted lease', async () => {
     const { from, to, newFrom, newTo } = await kind.open('late-backfill');
     const worker = createMigratingLeaseStore({ from: newFrom(), to: newTo(), phaseRefreshMs: 1 });
-    await worker.heartbeatWorker('worker-1');
+    await worker.workers.heartbeat('worker-1');
     for (const leaseKey of ['shard-moved', 'shard-deleted']) {
-      const created = ok(await worker.createLeaseIfAbsent({ leaseKey, checkpoint: esn('10') }));
-      ok(await worker.takeLease(leaseKey, created.leaseCounter, 'worker-1'));
+      const created = ok(await worker.leases.create({ leaseKey, checkpoint: esn('10') }));
+      ok(await worker.leases.take(leaseKey, created.leaseCounter, 'worker-1'));
     }
     await startLiveMigration({ from, to });
 
@@ -199,19 +200,13 @@ describe.each(pairs.kinds)('a backfill still running at cut-over ($name)', (kind
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const slowFrom: LeaseStore = new Proxy(from, {
-      get(target, property, receiver) {
-        if (property === 'listLeases') {
-          return async () => {
-            const rows = await target.listLeases();
-            listed = true;
-            await gate;
-            return rows;
-          };
-        }
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
+    const slowFrom = intercepted(from, async (operation, call) => {
+      const result = await call();
+      if (operation === 'leases.list' || operation === 'admin.scan') {
+        listed = true;
+        await gate;
+      }
+      return result;
     });
     const backfill = startLiveMigration({ from: slowFrom, to });
     while (!listed) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -219,20 +214,20 @@ describe.each(pairs.kinds)('a backfill still running at cut-over ($name)', (kind
     // other, whose lease is deleted there.
     await cutOverLiveMigration({ from, to, ...fast });
     const moved = ok(
-      await worker.updateCheckpoint(
+      await worker.leases.checkpoint(
         'shard-moved',
-        ((await to.getLease('shard-moved')) as Lease).leaseCounter,
+        ((await to.leases.get('shard-moved')) as Lease).leaseCounter,
         {
           checkpoint: esn('99'),
         },
       ),
     );
-    await worker.deleteLease('shard-deleted');
+    await worker.leases.delete('shard-deleted');
     release();
-    await expect(backfill).rejects.toBeInstanceOf(LiveMigrationRefusedError);
+    await expect(backfill).rejects.toSatisfy(LiveMigrationRefusedError.is);
 
-    expect(await to.getLease('shard-deleted')).toBeNull();
-    expect(leasesEqual((await to.getLease('shard-moved')) as Lease, moved)).toBe(true);
-    expect(await to.getMigrationMarker()).toBeNull();
+    expect(await to.leases.get('shard-deleted')).toBeNull();
+    expect(leasesEqual((await to.leases.get('shard-moved')) as Lease, moved)).toBe(true);
+    expect(await to.admin.getMigrationMarker()).toBeNull();
   });
 });

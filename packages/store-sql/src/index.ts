@@ -1,11 +1,13 @@
 export type { SqlFlavorDetection, SqlFlavorName } from './sql-flavor.js';
 export { detectSqlFlavor, SQL_FLAVOR_NAMES } from './sql-flavor.js';
+export { MAX_RENEWALS_PER_STATEMENT } from './sql-lease-repository.js';
 export type { SqlLeaseStore } from './sql-lease-store.js';
-export { createSqlLeaseStore, MAX_RENEWALS_PER_STATEMENT } from './sql-lease-store.js';
-export type { AnyKysely, SqlLeaseStoreOptions } from './sql-lease-store-options.js';
+export { createSqlLeaseStore } from './sql-lease-store.js';
+export type { SqlLeaseStoreOptions } from './sql-lease-store-options.js';
 export { DEFAULT_TABLE_NAME, MAX_APPLICATION_NAME_LENGTH } from './sql-lease-store-options.js';
 export { MAX_LEASE_KEY_LENGTH, MAX_SEQUENCE_NUMBER_LENGTH, MAX_WORKER_ID_LENGTH } from './sql-schema.js';
 export type { SqlLeaseTableNames } from './sql-table-names.js';
 export { MAX_TABLE_NAME_LENGTH, sqlLeaseTableNames } from './sql-table-names.js';
+export type { AnyKysely, SqlRow } from './sql-types.js';
 export type { SqlitePragmaDatabase } from './sqlite/sqlite-lease-database.js';
 export { configureSqliteLeaseDatabase } from './sqlite/sqlite-lease-database.js';

@@ -53,6 +53,7 @@ describe('classifySqlError', () => {
     ['pg: insufficient privilege', postgresError('42501'), 'permission'],
     ['pg: password failed', postgresError('28P01'), 'permission'],
     ['pg: unique violation', postgresError('23505'), 'duplicate-key'],
+    ['pg: duplicate column', postgresError('42701'), 'duplicate-column'],
     ['pg: syntax error', postgresError('42601'), 'other'],
     ['pg: pool timeout', new Error('timeout exceeded when trying to connect'), 'unavailable'],
     ['pg: connection terminated', new Error('Connection terminated unexpectedly'), 'unavailable'],
@@ -63,6 +64,7 @@ describe('classifySqlError', () => {
     ['mysql: unknown column', mysqlError(1054, 'ER_BAD_FIELD_ERROR', '42S22'), 'missing-column'],
     ['mysql: table access denied', mysqlError(1142, 'ER_TABLEACCESS_DENIED_ERROR', '42000'), 'permission'],
     ['mysql: duplicate entry', mysqlError(1062, 'ER_DUP_ENTRY', '23000'), 'duplicate-key'],
+    ['mysql: duplicate column', mysqlError(1060, 'ER_DUP_FIELDNAME', '42S21'), 'duplicate-column'],
     [
       'mysql: connection lost',
       Object.assign(new Error('lost'), { code: 'PROTOCOL_CONNECTION_LOST', fatal: true }),
@@ -95,6 +97,11 @@ describe('classifySqlError', () => {
       ),
       'duplicate-key',
     ],
+    [
+      'sqlite: duplicate column',
+      sqliteError('alter table t add column a text', (db) => db.exec('create table t (a)')),
+      'duplicate-column',
+    ],
     ['sqlite: syntax error', sqliteError('selec 1'), 'other'],
     ['anything else', new TypeError('x is not a function'), 'other'],
     ['not an error at all', 'boom', 'other'],
@@ -106,7 +113,7 @@ describe('classifySqlError', () => {
 describe('toLeaseStoreError', () => {
   it('makes unreachable servers retryable and unavailable', () => {
     const error = toLeaseStoreError(networkError('ECONNREFUSED'), context);
-    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(LeaseStoreError.is(error)).toBe(true);
     expect([error.code, error.retryable]).toEqual(['LEASE_STORE_UNAVAILABLE', true]);
     expect(error.message).toMatch(
       /^@kcl\/store-sql \(test\): the database is unreachable while renewing lease "k"/,
@@ -134,9 +141,9 @@ describe('toLeaseStoreError', () => {
 
   it('says exactly what to run when the tables are missing', () => {
     const error = toLeaseStoreError(postgresError('42P01', 'relation "kcl_leases" does not exist'), context);
-    expect(error).toBeInstanceOf(LeaseStoreSchemaMissingError);
+    expect(LeaseStoreSchemaMissingError.is(error)).toBe(true);
     expect([error.code, error.retryable]).toEqual(['LEASE_STORE_SCHEMA_MISSING', false]);
-    expect(error.message).toContain('run `await store.ensureSchema()`');
+    expect(error.message).toContain('run `await store.admin.ensureSchema()`');
     expect(error.message).toContain('"kcl_leases", "kcl_leases_workers", "kcl_leases_applications"');
   });
 

@@ -1,5 +1,10 @@
-import { LeaseDataError, LeaseStoreError, LeaseStoreSchemaMissingError } from '@kcl/core';
-import { PACKAGE_NAME } from './sql-lease-store-options.js';
+import {
+  LeaseDataError,
+  LeaseStoreError,
+  LeaseStoreSchemaMissingError,
+  NETWORK_ERROR_CODES,
+} from '@kcl/core';
+import { PACKAGE_NAME } from './sql-package-name.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
 
 /**
@@ -23,6 +28,8 @@ export type SqlErrorKind =
   | 'missing-column'
   | 'permission'
   | 'duplicate-key'
+  /** `ALTER TABLE … ADD COLUMN` of a column that exists. */
+  | 'duplicate-column'
   | 'other';
 
 /** What a failed call was doing, for the message of the error it becomes. */
@@ -34,20 +41,11 @@ export interface SqlErrorContext {
   readonly tables: SqlLeaseTableNames;
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'ESOCKETTIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  // mysql2
+/**
+ * mysql2's own codes for a connection that broke or could not be had, on top of core's
+ * `NETWORK_ERROR_CODES` (Node's socket and DNS errors, which every driver shares).
+ */
+const MYSQL2_CONNECTION_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',
   'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
@@ -83,6 +81,7 @@ const MYSQL = {
   missingColumn: new Set([1054 /* ER_BAD_FIELD_ERROR */]),
   permission: new Set([1044, 1045, 1142, 1143, 1227]),
   duplicateKey: new Set([1062 /* ER_DUP_ENTRY */]),
+  duplicateColumn: new Set([1060 /* ER_DUP_FIELDNAME */]),
 };
 
 /** Classifies a native error of any of the three drivers (or of Node's network stack). */
@@ -114,9 +113,10 @@ function classifyOne(error: Record<string, unknown>): SqlErrorKind {
     if (MYSQL.missingColumn.has(errno)) return 'missing-column';
     if (MYSQL.permission.has(errno)) return 'permission';
     if (MYSQL.duplicateKey.has(errno)) return 'duplicate-key';
+    if (MYSQL.duplicateColumn.has(errno)) return 'duplicate-column';
   }
 
-  if (NETWORK_CODES.has(code)) return 'unavailable';
+  if (NETWORK_ERROR_CODES.has(code) || MYSQL2_CONNECTION_CODES.has(code)) return 'unavailable';
   // mysql2 marks errors that broke the connection as fatal.
   if (error.fatal === true) return 'unavailable';
   if (PG_CONNECTION_MESSAGES.some((text) => message.startsWith(text))) return 'unavailable';
@@ -132,6 +132,7 @@ function classifyPostgres(sqlState: string): SqlErrorKind {
   if (sqlState === '42703') return 'missing-column';
   if (sqlState === '42501' || sqlState.startsWith('28')) return 'permission';
   if (sqlState === '23505') return 'duplicate-key';
+  if (sqlState === '42701') return 'duplicate-column';
   return 'other';
 }
 
@@ -147,6 +148,7 @@ function classifySqlite(code: string, message: string): SqlErrorKind {
     return 'permission';
   }
   if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') return 'duplicate-key';
+  if (message.startsWith('duplicate column name')) return 'duplicate-column';
   if (message.startsWith('no such table')) return 'missing-table';
   if (message.startsWith('no such column') || message.includes('has no column named'))
     return 'missing-column';
@@ -177,6 +179,11 @@ export function isDuplicateKeyError(error: unknown): boolean {
   return classifySqlError(error) === 'duplicate-key';
 }
 
+/** Another process added the column first (SQLite has no migration lock across processes). */
+export function isDuplicateColumnError(error: unknown): boolean {
+  return classifySqlError(error) === 'duplicate-column';
+}
+
 export function isMissingTableError(error: unknown): boolean {
   const kind = classifySqlError(error);
   return kind === 'missing-table' || kind === 'missing-column';
@@ -184,7 +191,7 @@ export function isMissingTableError(error: unknown): boolean {
 
 /** The kcl error for a native error raised while the store was doing `context.operation`. */
 export function toLeaseStoreError(error: unknown, context: SqlErrorContext): LeaseStoreError {
-  if (error instanceof LeaseStoreError) return error;
+  if (LeaseStoreError.is(error)) return error;
   const { store, operation, tables } = context;
   const detail = nativeDetail(error);
   const kind = classifySqlError(error);
@@ -223,7 +230,7 @@ export function toLeaseStoreError(error: unknown, context: SqlErrorContext): Lea
     case 'missing-column':
       return new LeaseStoreSchemaMissingError(
         store,
-        `${store}: the lease tables ${kind === 'missing-table' ? 'do not exist' : 'are not at the current version'} (${detail}) while ${operation}: run \`await store.ensureSchema()\` once (it is idempotent and needs the CREATE privilege), or create the tables ${tableList(tables)} with the DDL in the @kcl/store-sql README`,
+        `${store}: the lease tables ${kind === 'missing-table' ? 'do not exist' : 'are not at the current version'} (${detail}) while ${operation}: run \`await store.admin.ensureSchema()\` once (it is idempotent and needs the CREATE and ALTER privileges), or create the tables ${tableList(tables)} with the DDL in the @kcl/store-sql README`,
         { cause: error },
       );
     case 'permission':
@@ -246,13 +253,22 @@ export function schemaCreationError(
   error: unknown,
   context: Omit<SqlErrorContext, 'operation'>,
 ): LeaseStoreError {
+  const { store, tables } = context;
   const kind = classifySqlError(error);
+  if (kind === 'permission') {
+    // Typically workers whose user has only the worker grants, started on tables of an older version.
+    return new LeaseStoreError(
+      store,
+      `${store}: the database refused to create or upgrade the lease tables ${tableList(tables)} (${nativeDetail(error)}); run admin.ensureSchema() once as a user that may create and alter tables (on PostgreSQL, the owner of the tables; see "Upgrading" in the @kcl/store-sql README), then start the workers again`,
+      { code: 'LEASE_STORE_FAILURE', retryable: false, cause: error },
+    );
+  }
   if (kind !== 'other' && kind !== 'missing-table' && kind !== 'missing-column') {
-    return toLeaseStoreError(error, { ...context, operation: 'creating the lease tables' });
+    return toLeaseStoreError(error, { ...context, operation: 'creating or upgrading the lease tables' });
   }
   return new LeaseStoreError(
-    context.store,
-    `${context.store}: ensureSchema could not create the lease tables ${tableList(context.tables)} (${nativeDetail(error)}); check that the user may create tables, or create them with the DDL in the @kcl/store-sql README`,
+    store,
+    `${store}: ensureSchema could not create or upgrade the lease tables ${tableList(tables)} (${nativeDetail(error)}); check that the user may create and alter tables, or create them with the DDL in the @kcl/store-sql README`,
     { code: 'LEASE_STORE_FAILURE', retryable: false, cause: error },
   );
 }
@@ -287,6 +303,18 @@ export function invalidArgument(store: string, problem: string): LeaseStoreError
     code: 'LEASE_STORE_FAILURE',
     retryable: false,
   });
+}
+
+/** A lease the store refuses to create because it breaks a rule of the contract (named in `problem`). */
+export function unstorableLease(store: string, leaseKey: string, problem: string): LeaseStoreError {
+  return new LeaseStoreError(
+    store,
+    `${store}: lease ${JSON.stringify(leaseKey)} cannot be stored: ${problem}`,
+    {
+      code: 'LEASE_DATA_INVALID',
+      retryable: false,
+    },
+  );
 }
 
 /** `configureSqliteLeaseDatabase` could not switch the file to write-ahead logging. */

@@ -1,9 +1,9 @@
 import type { LeaseRenewal } from '@kcl/core';
 import type { RawBuilder } from 'kysely';
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely';
-import type { LeaseRowValues, SqlRow, WorkerRowValues } from './sql-lease-row.js';
-import type { AnyKysely } from './sql-lease-store-options.js';
+import type { LeaseRowValues, WorkerRowValues } from './sql-lease-row.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
+import type { AnyKysely, SqlRow } from './sql-types.js';
 
 /**
  * The SQL dialects the store speaks. `mysql` covers MySQL 8 and MariaDB (10.5 or later): it uses
@@ -46,8 +46,10 @@ export interface SqlFlavor {
   readonly name: SqlFlavorName;
   /** The database's name for descriptions and messages, e.g. `PostgreSQL`. */
   readonly label: string;
-  /** The body of the schema migration: creates the three lease tables unless they exist. */
+  /** The body of schema migration 0001: creates the three lease tables unless they exist. */
   createTables(db: AnyKysely, tables: SqlLeaseTableNames): Promise<void>;
+  /** The body of schema migration 0002: adds the lease columns of contract v2 the table lacks. */
+  upgradeTables(db: AnyKysely, tables: SqlLeaseTableNames): Promise<void>;
   /** Inserts the lease unless a lease with its key exists: the stored row, or null when one existed. */
   insertLease(db: AnyKysely, tables: SqlLeaseTableNames, values: LeaseRowValues): Promise<SqlRow | null>;
   /** Updates one lease, fenced by its counter unless the update is unconditional. */
@@ -59,8 +61,11 @@ export interface SqlFlavor {
     applicationName: string,
     renewals: readonly LeaseRenewal[],
   ): Promise<LeaseBatchRenewOutcome>;
-  /** Registers the worker or increments its heartbeat, atomically: the heartbeat now stored. */
-  heartbeatWorker(db: AnyKysely, tables: SqlLeaseTableNames, values: WorkerRowValues): Promise<number>;
+  /**
+   * Registers the worker or increments its heartbeat, atomically, replacing the metadata unless
+   * `values.metadata` is null: the `heartbeat` and `metadata` columns as stored by this write.
+   */
+  heartbeatWorker(db: AnyKysely, tables: SqlLeaseTableNames, values: WorkerRowValues): Promise<SqlRow>;
   /** Sets the application's migration marker, creating its state row when needed. */
   setMigrationMarker(
     db: AnyKysely,

@@ -3,14 +3,19 @@ import {
   ExtendedSequenceNumber,
   hashKeyRange,
   LeaseDataError,
-  LeaseStoreError,
   leaseFromInit,
   leasesEqual,
   MAX_HASH_KEY,
 } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
-import type { SqlRow } from './sql-lease-row.js';
-import { leaseFromRow, leaseToRowValues, migrationMarkerFromRow, workerFromRow } from './sql-lease-row.js';
+import {
+  leaseFromRow,
+  leaseToRowValues,
+  migrationMarkerFromRow,
+  readLeaseRow,
+  workerFromRow,
+} from './sql-lease-row.js';
+import type { SqlRow } from './sql-types.js';
 
 const STORE = '@kcl/store-sql (test)';
 const LONG = '49590338271490256608559692538361571095921575989136588898';
@@ -25,6 +30,8 @@ const full: Lease = leaseFromInit({
   parentShardIds: ['b', 'a', 'a'],
   childShardIds: ['c'],
   hashKeyRange: hashKeyRange(0n, MAX_HASH_KEY),
+  streamIdentifier: '123456789012:orders:1700000000',
+  handoff: { from: 'worker-✓', to: 'worker-b', deadline: new Date('2030-01-02T03:04:05.678Z') },
 });
 
 function row(overrides: Record<string, unknown>): SqlRow {
@@ -35,7 +42,7 @@ function dataErrorOf(candidate: SqlRow): LeaseDataError {
   try {
     leaseFromRow(candidate, STORE);
   } catch (error) {
-    expect(error).toBeInstanceOf(LeaseDataError);
+    expect(LeaseDataError.is(error)).toBe(true);
     return error as LeaseDataError;
   }
   throw new Error('the row was accepted');
@@ -53,7 +60,39 @@ describe('lease rows', () => {
       child_shard_ids: '["c"]',
       hash_key_range_start: '0',
       hash_key_range_end: '340282366920938463463374607431768211455',
+      stream_identifier: '123456789012:orders:1700000000',
+      handoff_from: 'worker-✓',
+      handoff_to: 'worker-b',
+      handoff_deadline_ms: Date.UTC(2030, 0, 2, 3, 4, 5, 678),
     });
+  });
+
+  it('reads a hand-off without a deadline, with the deadline as a decimal string (pg), and none at all', () => {
+    expect(leaseFromRow(row({ handoff_deadline_ms: null }), STORE).handoff).toEqual({
+      from: 'worker-✓',
+      to: 'worker-b',
+      deadline: null,
+    });
+    expect(leaseFromRow(row({ handoff_deadline_ms: '1893553445678' }), STORE).handoff?.deadline).toEqual(
+      new Date(1_893_553_445_678),
+    );
+    const none = leaseFromRow(
+      row({ handoff_from: null, handoff_to: null, handoff_deadline_ms: null, stream_identifier: null }),
+      STORE,
+    );
+    expect([none.handoff, none.streamIdentifier]).toEqual([null, null]);
+  });
+
+  it('tells a readable row from an unreadable one without throwing (what a scan needs)', () => {
+    const readable = readLeaseRow(row({}));
+    expect(readable.ok && leasesEqual(readable.lease, full)).toBe(true);
+    expect(readLeaseRow(row({ parent_shard_ids: '[' }))).toEqual({
+      ok: false,
+      leaseKey: "shard'; --",
+      problem: 'parent_shard_ids is not JSON: "["',
+      cause: expect.any(SyntaxError),
+    });
+    expect(readLeaseRow(row({ lease_key: 42 }))).toMatchObject({ ok: false, leaseKey: '42' });
   });
 
   it('reads back what it writes, with counters as numbers, decimal strings or bigints', () => {
@@ -69,7 +108,13 @@ describe('lease rows', () => {
     const free = leaseFromInit({ leaseKey: 'k', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
     const read = leaseFromRow(leaseToRowValues('app', free), STORE);
     expect(leasesEqual(read, free)).toBe(true);
-    expect([read.owner, read.pendingCheckpoint, read.hashKeyRange]).toEqual([null, null, null]);
+    expect([
+      read.owner,
+      read.pendingCheckpoint,
+      read.hashKeyRange,
+      read.streamIdentifier,
+      read.handoff,
+    ]).toEqual([null, null, null, null, null]);
   });
 
   it.each<[string, Record<string, unknown>, RegExp]>([
@@ -96,6 +141,23 @@ describe('lease rows', () => {
     ['half a hash range', { hash_key_range_end: null }, /both or neither/],
     ['a hash key beyond 2^128', { hash_key_range_end: `${MAX_HASH_KEY + 1n}` }, /hash key range/],
     ['an owner that is not text', { lease_owner: 42 }, /lease_owner is 42/],
+    ['a stream identifier that is not text', { stream_identifier: 7 }, /stream_identifier is 7/],
+    ['a hand-off without its target', { handoff_to: null }, /handoff_from and handoff_to must both be set/],
+    [
+      'a hand-off deadline without a hand-off',
+      { handoff_from: null, handoff_to: null },
+      /from NULL to NULL \(deadline 1893553445678\)/,
+    ],
+    [
+      'a hand-off deadline that is not a time',
+      { handoff_deadline_ms: 'soon' },
+      /handoff_deadline_ms is "soon"/,
+    ],
+    [
+      'a hand-off deadline beyond any date',
+      { handoff_deadline_ms: 9e15 },
+      /handoff_deadline_ms is 9000000000000000/,
+    ],
   ])('refuses %s, naming the lease key', (_label, overrides, problem) => {
     const error = dataErrorOf(row(overrides));
     expect(error.leaseKey).toBe("shard'; --");
@@ -106,7 +168,9 @@ describe('lease rows', () => {
   });
 
   it('refuses a row without a text key', () => {
-    expect(() => leaseFromRow(row({ lease_key: null }), STORE)).toThrow(LeaseStoreError);
+    expect(() => leaseFromRow(row({ lease_key: null }), STORE)).toThrow(
+      /a lease row has a lease_key that is not text \(NULL\)/,
+    );
   });
 });
 

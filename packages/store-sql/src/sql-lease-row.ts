@@ -1,9 +1,7 @@
-import type { HashKeyRange, Lease, MigrationMarker, WorkerRecord } from '@kcl/core';
+import type { HashKeyRange, Lease, LeaseHandoff, MigrationMarker, WorkerRecord } from '@kcl/core';
 import { ExtendedSequenceNumber, hashKeyRange, uniqueSorted } from '@kcl/core';
 import { invalidLeaseRow, invalidStoredValue } from './sql-errors.js';
-
-/** A row as the driver returns it. */
-export type SqlRow = Readonly<Record<string, unknown>>;
+import type { SqlRow } from './sql-types.js';
 
 /** The lease table's columns, in the order the store writes and selects them. */
 export const LEASE_COLUMNS = [
@@ -20,6 +18,10 @@ export const LEASE_COLUMNS = [
   'child_shard_ids',
   'hash_key_range_start',
   'hash_key_range_end',
+  'stream_identifier',
+  'handoff_from',
+  'handoff_to',
+  'handoff_deadline_ms',
 ] as const;
 
 export type LeaseColumn = (typeof LEASE_COLUMNS)[number];
@@ -41,13 +43,17 @@ export interface WorkerRowValues {
   readonly application_name: string;
   readonly worker_id: string;
   readonly last_heartbeat_at_ms: number;
-  /** JSON text of the metadata object. */
-  readonly metadata: string;
+  /** JSON text of the metadata object, or null to keep the stored metadata (`{}` for a new worker). */
+  readonly metadata: string | null;
 }
+
+/** What a new worker's row holds when its first heartbeat carries no metadata. */
+export const EMPTY_METADATA_JSON = '{}';
 
 /**
  * The row that stores `lease`. Sequence numbers and hash keys are kept as decimal text (they exceed
- * every SQL integer type), shard id sets as JSON arrays of strings, sorted.
+ * every SQL integer type), shard id sets as JSON arrays of strings, sorted, a hand-off deadline as
+ * epoch milliseconds.
  */
 export function leaseToRowValues(applicationName: string, lease: Lease): LeaseRowValues {
   return {
@@ -64,6 +70,10 @@ export function leaseToRowValues(applicationName: string, lease: Lease): LeaseRo
     child_shard_ids: shardIdsToJson(lease.childShardIds),
     hash_key_range_start: lease.hashKeyRange?.startingHashKey.toString() ?? null,
     hash_key_range_end: lease.hashKeyRange?.endingHashKey.toString() ?? null,
+    stream_identifier: lease.streamIdentifier,
+    handoff_from: lease.handoff?.from ?? null,
+    handoff_to: lease.handoff?.to ?? null,
+    handoff_deadline_ms: lease.handoff?.deadline?.getTime() ?? null,
   };
 }
 
@@ -71,34 +81,89 @@ export function shardIdsToJson(shardIds: readonly string[]): string {
   return JSON.stringify(uniqueSorted(shardIds));
 }
 
+/** What reading one stored lease row found: the lease, or why the row cannot be read. */
+export type LeaseRowReading =
+  | { readonly ok: true; readonly lease: Lease }
+  | {
+      readonly ok: false;
+      readonly leaseKey: string;
+      readonly problem: string;
+      /** The parse error behind the problem, if any. */
+      readonly cause?: unknown;
+    };
+
+/** Thrown by a column reader inside `readLeaseRow`, which turns it into an unreadable reading. */
+class UnreadableColumn {
+  constructor(
+    readonly problem: string,
+    readonly cause: unknown,
+  ) {}
+}
+
+type Fail = (problem: string, cause?: unknown) => never;
+
+const failColumn: Fail = (problem, cause) => {
+  throw new UnreadableColumn(problem, cause);
+};
+
 /**
- * The lease a stored row holds. Throws `LeaseDataError` naming the lease key when any column cannot
- * be read, so a damaged row is reported instead of skipped or misread.
+ * The lease a stored row holds, or the problem that keeps it from being read (never both, never a
+ * guess): a scan reports such a row, `leaseFromRow` throws for it.
  */
-export function leaseFromRow(row: SqlRow, store: string): Lease {
+export function readLeaseRow(row: SqlRow): LeaseRowReading {
   const leaseKey = row.lease_key;
   if (typeof leaseKey !== 'string') {
-    throw invalidStoredValue(store, `a lease row has a lease_key that is not text (${describe(leaseKey)})`);
+    return { ok: false, leaseKey: String(leaseKey), problem: `lease_key is ${describe(leaseKey)}, not text` };
   }
-  const fail = (problem: string, cause?: unknown): never => {
-    throw invalidLeaseRow(store, leaseKey, problem, cause);
-  };
+  try {
+    return { ok: true, lease: decodeLease(row, leaseKey) };
+  } catch (error) {
+    if (!(error instanceof UnreadableColumn)) throw error;
+    return {
+      ok: false,
+      leaseKey,
+      problem: error.problem,
+      ...(error.cause === undefined ? {} : { cause: error.cause }),
+    };
+  }
+}
 
+/**
+ * The lease a stored row holds. Throws `LeaseDataError` naming the lease key when any column cannot
+ * be read, so a damaged row is reported instead of misread.
+ */
+export function leaseFromRow(row: SqlRow, store: string): Lease {
+  if (typeof row.lease_key !== 'string') {
+    throw invalidStoredValue(
+      store,
+      `a lease row has a lease_key that is not text (${describe(row.lease_key)})`,
+    );
+  }
+  const reading = readLeaseRow(row);
+  if (reading.ok) return reading.lease;
+  throw invalidLeaseRow(store, reading.leaseKey, reading.problem, reading.cause);
+}
+
+function decodeLease(row: SqlRow, leaseKey: string): Lease {
   const owner = row.lease_owner;
   if (owner !== null && typeof owner !== 'string')
-    fail(`lease_owner is ${describe(owner)}, not text or NULL`);
+    failColumn(`lease_owner is ${describe(owner)}, not text or NULL`);
+  const streamIdentifier = row.stream_identifier;
+  if (streamIdentifier !== null && typeof streamIdentifier !== 'string') {
+    failColumn(`stream_identifier is ${describe(streamIdentifier)}, not text or NULL`);
+  }
 
   const leaseCounter =
-    readCount(row.lease_counter) ?? fail(`lease_counter is ${describe(row.lease_counter)}`);
+    readCount(row.lease_counter) ?? failColumn(`lease_counter is ${describe(row.lease_counter)}`);
   const ownerSwitches =
     readCount(row.owner_switches_since_checkpoint) ??
-    fail(`owner_switches_since_checkpoint is ${describe(row.owner_switches_since_checkpoint)}`);
+    failColumn(`owner_switches_since_checkpoint is ${describe(row.owner_switches_since_checkpoint)}`);
 
   const checkpoint = readPosition(
     row.checkpoint_sequence_number,
     row.checkpoint_sub_sequence_number,
     'checkpoint',
-    fail,
+    failColumn,
   );
   let pendingCheckpoint: ExtendedSequenceNumber | null = null;
   if (
@@ -109,7 +174,7 @@ export function leaseFromRow(row: SqlRow, store: string): Lease {
       row.pending_checkpoint_sequence_number,
       row.pending_checkpoint_sub_sequence_number ?? 0,
       'pending checkpoint',
-      fail,
+      failColumn,
     );
   }
 
@@ -120,9 +185,11 @@ export function leaseFromRow(row: SqlRow, store: string): Lease {
     checkpoint,
     pendingCheckpoint,
     ownerSwitchesSinceCheckpoint: ownerSwitches,
-    parentShardIds: Object.freeze(readShardIds(row.parent_shard_ids, 'parent_shard_ids', fail)),
-    childShardIds: Object.freeze(readShardIds(row.child_shard_ids, 'child_shard_ids', fail)),
-    hashKeyRange: readHashKeyRange(row.hash_key_range_start, row.hash_key_range_end, fail),
+    parentShardIds: Object.freeze(readShardIds(row.parent_shard_ids, 'parent_shard_ids', failColumn)),
+    childShardIds: Object.freeze(readShardIds(row.child_shard_ids, 'child_shard_ids', failColumn)),
+    hashKeyRange: readHashKeyRange(row.hash_key_range_start, row.hash_key_range_end, failColumn),
+    streamIdentifier: streamIdentifier as string | null,
+    handoff: readHandoff(row.handoff_from, row.handoff_to, row.handoff_deadline_ms, failColumn),
   });
 }
 
@@ -168,7 +235,7 @@ function readPosition(
   sequenceNumber: unknown,
   subSequenceNumber: unknown,
   what: string,
-  fail: (problem: string, cause?: unknown) => never,
+  fail: Fail,
 ): ExtendedSequenceNumber {
   if (typeof sequenceNumber !== 'string') {
     return fail(`the ${what} sequence number is ${describe(sequenceNumber)}, not text`);
@@ -182,11 +249,7 @@ function readPosition(
   }
 }
 
-function readShardIds(
-  value: unknown,
-  column: string,
-  fail: (problem: string, cause?: unknown) => never,
-): string[] {
+function readShardIds(value: unknown, column: string, fail: Fail): string[] {
   if (typeof value !== 'string') return fail(`${column} is ${describe(value)}, not JSON text`);
   let parsed: unknown;
   try {
@@ -200,11 +263,7 @@ function readShardIds(
   return [...uniqueSorted(parsed as string[])];
 }
 
-function readHashKeyRange(
-  start: unknown,
-  end: unknown,
-  fail: (problem: string, cause?: unknown) => never,
-): HashKeyRange | null {
+function readHashKeyRange(start: unknown, end: unknown, fail: Fail): HashKeyRange | null {
   if (start === null && end === null) return null;
   if (typeof start !== 'string' || typeof end !== 'string') {
     return fail(`the hash key range is ${describe(start)} … ${describe(end)}: both or neither must be set`);
@@ -216,10 +275,23 @@ function readHashKeyRange(
   }
 }
 
-function readMetadata(
-  value: unknown,
-  fail: (problem: string, cause?: unknown) => never,
-): Record<string, string> {
+function readHandoff(from: unknown, to: unknown, deadline: unknown, fail: Fail): LeaseHandoff | null {
+  if (from === null && to === null && deadline === null) return null;
+  if (typeof from !== 'string' || typeof to !== 'string') {
+    return fail(
+      `the hand-off is from ${describe(from)} to ${describe(to)} (deadline ${describe(deadline)}): handoff_from and handoff_to must both be set, or all three NULL`,
+    );
+  }
+  if (deadline === null) return Object.freeze({ from, to, deadline: null });
+  const deadlineMs = readInteger(deadline);
+  const date = deadlineMs === null ? null : new Date(deadlineMs);
+  if (date === null || Number.isNaN(date.getTime())) {
+    return fail(`handoff_deadline_ms is ${describe(deadline)}, not a time in epoch milliseconds`);
+  }
+  return Object.freeze({ from, to, deadline: date });
+}
+
+function readMetadata(value: unknown, fail: Fail): Record<string, string> {
   if (typeof value !== 'string') return fail(`metadata is ${describe(value)}, not JSON text`);
   let parsed: unknown;
   try {

@@ -1,4 +1,4 @@
-import { ConfigurationError, systemClock } from '@kcl/core';
+import { ConfigurationError, guardLeaseStore, noopLogger, systemClock } from '@kcl/core';
 import type { DialectAdapter } from 'kysely';
 import {
   DummyDriver,
@@ -19,8 +19,9 @@ import {
 import { describe, expect, it } from 'vitest';
 import { detectSqlFlavor } from './sql-flavor.js';
 import { createSqlLeaseStore } from './sql-lease-store.js';
-import type { AnyKysely, SqlLeaseStoreOptions } from './sql-lease-store-options.js';
+import type { SqlLeaseStoreOptions } from './sql-lease-store-options.js';
 import { resolveSqlLeaseStoreOptions } from './sql-lease-store-options.js';
+import type { AnyKysely } from './sql-types.js';
 
 /** A Kysely that compiles for a dialect but never connects (Kysely's documented "cold" setup). */
 function coldKysely(flavor: 'postgres' | 'mysql' | 'sqlite' | 'mssql'): AnyKysely {
@@ -45,9 +46,11 @@ function problemsOf(options: unknown): readonly string[] {
   try {
     resolveSqlLeaseStoreOptions(options as SqlLeaseStoreOptions);
   } catch (error) {
-    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(ConfigurationError.is(error)).toBe(true);
     const configurationError = error as ConfigurationError;
-    expect(configurationError.message.startsWith('@kcl/store-sql: invalid configuration')).toBe(true);
+    expect(
+      configurationError.message.startsWith('@kcl/store-sql createSqlLeaseStore: invalid configuration'),
+    ).toBe(true);
     return configurationError.problems;
   }
   return [];
@@ -58,6 +61,8 @@ describe('resolveSqlLeaseStoreOptions', () => {
     const resolved = resolveSqlLeaseStoreOptions({ db: coldKysely('postgres'), applicationName: 'billing' });
     expect(resolved.flavor).toBe('postgres');
     expect(resolved.clock).toBe(systemClock);
+    expect(resolved.logger).toBe(noopLogger);
+    expect(resolved.destroyDbOnClose).toBe(false);
     expect(resolved.tableNames).toEqual({
       leases: 'kcl_leases',
       workers: 'kcl_leases_workers',
@@ -89,13 +94,21 @@ describe('resolveSqlLeaseStoreOptions', () => {
       tableName: 'kcl-leases',
       flavor: 'oracle',
       clock: 3,
+      logger: { warn: () => {} },
+      destroyDbOnClose: 'yes',
     });
-    expect(problems).toHaveLength(5);
+    expect(problems).toHaveLength(7);
     expect(problems[0]).toMatch(/db must be a Kysely instance/);
     expect(problems[1]).toMatch(/applicationName must be a non-empty string/);
     expect(problems[2]).toMatch(/tableName "kcl-leases" is not a plain identifier/);
-    expect(problems[3]).toMatch(/flavor must be one of 'postgres', 'mysql', 'sqlite', got "oracle"/);
-    expect(problems[4]).toMatch(/clock must be a Clock/);
+    expect(problems[3]).toBe('flavor must be one of postgres, mysql, sqlite, got "oracle"');
+    expect(problems[4]).toBe(
+      'clock must be a Clock from @kcl/core (an object with now, monotonicNow, sleep)',
+    );
+    expect(problems[5]).toBe(
+      'logger must be a Logger from @kcl/core (an object with debug, info, warn, error)',
+    );
+    expect(problems[6]).toBe('destroyDbOnClose must be true or false, got "yes"');
   });
 
   it.each([
@@ -187,10 +200,55 @@ describe('createSqlLeaseStore', () => {
       applicationName: 'billing',
       tableName: 'leases',
     });
-    expect(store.specificationVersion).toBe('v1');
+    expect(store.specificationVersion).toBe('v2');
+    expect(store.applicationName).toBe('billing');
     expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true });
     expect(store.flavor).toBe('mysql');
     expect(store.description).toBe('MySQL/MariaDB table "leases" (application "billing")');
+  });
+
+  it('leaves an injected db open on close(), and destroys it only when told to', async () => {
+    const destroyed: string[] = [];
+    const tracked = (name: string): AnyKysely => {
+      const db = coldKysely('sqlite');
+      const destroy = db.destroy.bind(db);
+      db.destroy = async () => {
+        destroyed.push(name);
+        await destroy();
+      };
+      return db;
+    };
+    const borrowed = createSqlLeaseStore({ db: tracked('borrowed'), applicationName: 'a' });
+    await borrowed.close();
+    await borrowed.close();
+    const owned = createSqlLeaseStore({ db: tracked('owned'), applicationName: 'a', destroyDbOnClose: true });
+    await owned.close();
+    await owned.close();
+    expect(destroyed).toEqual(['owned']);
+  });
+
+  it('passes the guard of @kcl/core: every role and method of the v2 contract', () => {
+    const store = createSqlLeaseStore({ db: coldKysely('postgres'), applicationName: 'a' });
+    const guarded = guardLeaseStore(store, 'test');
+    expect(guarded.specificationVersion).toBe('v2');
+    expect(Object.keys(store.leases).sort()).toEqual(
+      [
+        'checkpoint',
+        'create',
+        'delete',
+        'get',
+        'list',
+        'release',
+        'renew',
+        'renewMany',
+        'take',
+        'updateMeta',
+      ].sort(),
+    );
+    expect(Object.keys(store.workers).sort()).toEqual(['heartbeat', 'list', 'remove']);
+    expect(Object.keys(store.admin).sort()).toEqual(
+      ['ensureSchema', 'getMigrationMarker', 'scan', 'setMigrationMarker'].sort(),
+    );
   });
 
   it('throws the ConfigurationError at construction', () => {

@@ -1,30 +1,23 @@
-import type { Clock } from '@kcl/core';
-import { ConfigurationError, systemClock } from '@kcl/core';
-import type { Kysely } from 'kysely';
+import type { Clock, Logger } from '@kcl/core';
+import { noopLogger, OptionProblems, systemClock } from '@kcl/core';
 import type { SqlFlavorName } from './sql-flavor.js';
 import { detectSqlFlavor, SQL_FLAVOR_NAMES } from './sql-flavor.js';
+import { PACKAGE_NAME } from './sql-package-name.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
 import { MAX_TABLE_NAME_LENGTH, sqlLeaseTableNames, TABLE_NAME_PATTERN } from './sql-table-names.js';
-
-/** The package name, which every message of this package starts with. */
-export const PACKAGE_NAME = '@kcl/store-sql';
+import type { AnyKysely } from './sql-types.js';
 
 export const DEFAULT_TABLE_NAME = 'kcl_leases';
 
 /** Longest application name, in characters: the column is `varchar(255)`. */
 export const MAX_APPLICATION_NAME_LENGTH = 255;
 
-/**
- * Any Kysely instance, whatever its database type: the store only runs its own SQL on it.
- */
-// biome-ignore lint/suspicious/noExplicitAny: the store accepts a Kysely of any user schema.
-export type AnyKysely = Kysely<any>;
-
 export interface SqlLeaseStoreOptions {
   /**
    * The Kysely instance to run on (PostgresDialect with `pg`, MysqlDialect with `mysql2`, or
-   * SqliteDialect with `better-sqlite3`). The store never creates, configures or destroys it, and
-   * ignores its plugins (its own SQL names every column).
+   * SqliteDialect with `better-sqlite3`). The store never creates or configures it, ignores its
+   * plugins (its own SQL names every column), and leaves it open on `close()` unless
+   * `destroyDbOnClose` says otherwise.
    */
   readonly db: AnyKysely;
   /** The application (consumer group) whose leases this store reads and writes. */
@@ -39,6 +32,13 @@ export interface SqlLeaseStoreOptions {
   readonly flavor?: SqlFlavorName;
   /** The wall clock for worker heartbeat timestamps (default: the system clock). */
   readonly clock?: Clock;
+  /** Where the store reports what it skipped, e.g. a lease row `leases.list()` cannot read (default: nothing). */
+  readonly logger?: Logger;
+  /**
+   * `store.close()` also destroys `db` (default false: the caller's database stays the caller's).
+   * For code that opens a database only to build this store on it, so the store is all it must close.
+   */
+  readonly destroyDbOnClose?: boolean;
 }
 
 /** Options with every default filled in. */
@@ -48,76 +48,93 @@ export interface ResolvedSqlLeaseStoreOptions {
   readonly tableNames: SqlLeaseTableNames;
   readonly flavor: SqlFlavorName;
   readonly clock: Clock;
+  readonly logger: Logger;
+  readonly destroyDbOnClose: boolean;
 }
+
+/** Names the call in every configuration error, as the package's messages start. */
+const COMPONENT = `${PACKAGE_NAME} createSqlLeaseStore`;
 
 /** Checks the options and fills in defaults; lists every problem at once in one `ConfigurationError`. */
 export function resolveSqlLeaseStoreOptions(options: SqlLeaseStoreOptions): ResolvedSqlLeaseStoreOptions {
-  const problems: string[] = [];
+  const check = new OptionProblems(COMPONENT);
   const input = (options ?? {}) as Partial<SqlLeaseStoreOptions>;
 
-  const db = input.db;
+  const db = checkDb(check, input.db);
+  const applicationName = checkApplicationName(check, input.applicationName);
+
+  const tableName = input.tableName ?? DEFAULT_TABLE_NAME;
+  if (typeof tableName !== 'string' || !TABLE_NAME_PATTERN.test(tableName)) {
+    check.add(
+      `tableName ${JSON.stringify(tableName)} is not a plain identifier: use 1-${MAX_TABLE_NAME_LENGTH} characters of a-z, 0-9 and '_', starting with a letter or '_'`,
+    );
+  }
+
+  const flavor =
+    input.flavor !== undefined
+      ? check.oneOf('flavor', input.flavor, SQL_FLAVOR_NAMES, 'postgres')
+      : db === null
+        ? 'postgres'
+        : detectedFlavor(check, db);
+
+  const clock = check.clock('clock', input.clock, systemClock);
+  const logger = check.logger('logger', input.logger, noopLogger);
+  const destroyDbOnClose = check.boolean('destroyDbOnClose', input.destroyDbOnClose, false);
+  check.throwIfAny();
+
+  return Object.freeze({
+    db: db as AnyKysely,
+    applicationName,
+    tableNames: sqlLeaseTableNames(tableName),
+    flavor,
+    clock,
+    logger,
+    destroyDbOnClose,
+  });
+}
+
+/** The Kysely instance, or null (with the problem recorded) when `db` is not one the store can use. */
+function checkDb(check: OptionProblems, db: unknown): AnyKysely | null {
   const isKysely =
     db !== null &&
     typeof db === 'object' &&
     typeof (db as { getExecutor?: unknown }).getExecutor === 'function' &&
     typeof (db as { withoutPlugins?: unknown }).withoutPlugins === 'function';
   if (!isKysely) {
-    problems.push('db must be a Kysely instance (new Kysely({ dialect }))');
-  } else if (db.isTransaction) {
-    problems.push('db must be a Kysely instance, not a transaction: the store runs its own transactions');
+    check.add('db must be a Kysely instance (new Kysely({ dialect }))');
+    return null;
   }
-
-  const applicationName = input.applicationName;
-  if (typeof applicationName !== 'string' || applicationName.length === 0) {
-    problems.push('applicationName must be a non-empty string');
-  } else {
-    if (codePointLength(applicationName) > MAX_APPLICATION_NAME_LENGTH) {
-      problems.push(`applicationName must be at most ${MAX_APPLICATION_NAME_LENGTH} characters`);
-    }
-    if (applicationName.includes('\u0000')) {
-      problems.push('applicationName must not contain the NUL character (PostgreSQL cannot store it)');
-    }
+  if ((db as AnyKysely).isTransaction) {
+    check.add('db must be a Kysely instance, not a transaction: the store runs its own transactions');
+    return null;
   }
+  return db as AnyKysely;
+}
 
-  const tableName = input.tableName ?? DEFAULT_TABLE_NAME;
-  if (typeof tableName !== 'string' || !TABLE_NAME_PATTERN.test(tableName)) {
-    problems.push(
-      `tableName ${JSON.stringify(tableName)} is not a plain identifier: use 1-${MAX_TABLE_NAME_LENGTH} characters of a-z, 0-9 and '_', starting with a letter or '_'`,
-    );
+/** The application name must fit the `varchar(255)` column and be storable on every dialect. */
+function checkApplicationName(check: OptionProblems, value: unknown): string {
+  const applicationName = check.string(
+    'applicationName',
+    value,
+    undefined,
+    'the application whose leases the store holds',
+  );
+  if (codePointLength(applicationName) > MAX_APPLICATION_NAME_LENGTH) {
+    check.add(`applicationName must be at most ${MAX_APPLICATION_NAME_LENGTH} characters`);
   }
-
-  let flavor = input.flavor;
-  if (flavor !== undefined) {
-    if (!SQL_FLAVOR_NAMES.includes(flavor)) {
-      problems.push(
-        `flavor must be one of ${SQL_FLAVOR_NAMES.map((name) => `'${name}'`).join(', ')}, got ${JSON.stringify(flavor)}`,
-      );
-    }
-  } else if (isKysely) {
-    const detected = detectSqlFlavor(db);
-    if (detected.flavor === null) {
-      problems.push(
-        `flavor could not be detected from the Kysely adapter (${detected.adapterName}); pass flavor: 'postgres', 'mysql' or 'sqlite'`,
-      );
-    } else {
-      flavor = detected.flavor;
-    }
+  if (applicationName.includes('\u0000')) {
+    check.add('applicationName must not contain the NUL character (PostgreSQL cannot store it)');
   }
+  return applicationName;
+}
 
-  const clock = input.clock ?? systemClock;
-  if (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function') {
-    problems.push('clock must be a Clock from @kcl/core (an object with a now method)');
-  }
-
-  if (problems.length > 0) throw new ConfigurationError(PACKAGE_NAME, problems);
-
-  return Object.freeze({
-    db: db as AnyKysely,
-    applicationName: applicationName as string,
-    tableNames: sqlLeaseTableNames(tableName),
-    flavor: flavor as SqlFlavorName,
-    clock,
-  });
+function detectedFlavor(check: OptionProblems, db: AnyKysely): SqlFlavorName {
+  const detected = detectSqlFlavor(db);
+  if (detected.flavor !== null) return detected.flavor;
+  check.add(
+    `flavor could not be detected from the Kysely adapter (${detected.adapterName}); pass flavor: 'postgres', 'mysql' or 'sqlite'`,
+  );
+  return 'postgres';
 }
 
 /** The length in Unicode code points, which is what `varchar(n)` counts on PostgreSQL and MySQL. */

@@ -1,9 +1,21 @@
-import type { ColumnDataType, Expression, Migration, MigrationProvider, RawBuilder } from 'kysely';
+import type {
+  AlterTableColumnAlteringBuilder,
+  ColumnDataType,
+  Expression,
+  Migration,
+  MigrationProvider,
+  RawBuilder,
+} from 'kysely';
 import { Migrator, sql } from 'kysely';
-import { isMissingTableError, schemaCreationError, toLeaseStoreError } from './sql-errors.js';
+import {
+  isDuplicateColumnError,
+  isMissingTableError,
+  schemaCreationError,
+  toLeaseStoreError,
+} from './sql-errors.js';
 import type { SqlFlavor } from './sql-flavor.js';
-import type { AnyKysely } from './sql-lease-store-options.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
+import type { AnyKysely } from './sql-types.js';
 
 /** Longest lease key, in characters. MySQL's 3,072-byte InnoDB key limit sets it; see the README. */
 export const MAX_LEASE_KEY_LENGTH = 512;
@@ -62,6 +74,14 @@ export async function createLeaseTables(
       .addColumn('child_shard_ids', types.text, (column) => column.notNull())
       .addColumn('hash_key_range_start', types.hashKey)
       .addColumn('hash_key_range_end', types.hashKey)
+      // The columns migration 0002 adds to older tables, in the same order and with the same types,
+      // so a created and an upgraded table are alike.
+      .$call((builder) =>
+        ADDED_LEASE_COLUMNS.reduce(
+          (table, column) => table.addColumn(column, addedColumnType(column, types)),
+          builder,
+        ),
+      )
       .addPrimaryKeyConstraint(`${tables.leases}_pkey`, ['application_name', 'lease_key']),
   ).execute();
 
@@ -88,6 +108,65 @@ export async function createLeaseTables(
   ).execute();
 }
 
+/**
+ * The lease table's columns added by the LeaseStore contract v2 (migration 0002): a lease's stream
+ * and its hand-off state. All nullable, so rows written before the upgrade (or by a worker of the
+ * previous version during a rolling upgrade) read as a single-stream lease without a hand-off.
+ */
+export const ADDED_LEASE_COLUMNS = [
+  'stream_identifier',
+  'handoff_from',
+  'handoff_to',
+  /** The writer's wall clock, epoch milliseconds, as `last_heartbeat_at_ms`. */
+  'handoff_deadline_ms',
+] as const;
+
+export type AddedLeaseColumn = (typeof ADDED_LEASE_COLUMNS)[number];
+
+/** A stream identifier fits a lease key column (`account:stream:creationEpoch` is part of such keys); the hand-off names workers. */
+function addedColumnType(
+  column: AddedLeaseColumn,
+  types: Pick<SqlColumnTypes, 'key' | 'counter'>,
+): SqlDataType {
+  return column === 'handoff_deadline_ms' ? types.counter : types.key;
+}
+
+/**
+ * The body of migration 0002: adds the columns of `ADDED_LEASE_COLUMNS` the lease table lacks.
+ * `existingColumns` lists the table's columns, or is null where the database skips existing columns
+ * itself (PostgreSQL's `add column if not exists`). Idempotent, and safe when another process adds
+ * the same column at the same moment (SQLite has no migration lock across processes): a column that
+ * appeared meanwhile is taken as added. One statement per column where DDL is not transactional, so
+ * a run that stopped half-way resumes where it stopped.
+ */
+export async function addLeaseColumns(
+  db: AnyKysely,
+  tables: SqlLeaseTableNames,
+  types: Pick<SqlColumnTypes, 'key' | 'counter'>,
+  existingColumns: ReadonlySet<string> | null,
+): Promise<void> {
+  if (existingColumns === null) {
+    let statement: AlterTableColumnAlteringBuilder | undefined;
+    for (const column of ADDED_LEASE_COLUMNS) {
+      statement = (statement ?? db.schema.alterTable(tables.leases)).addColumn(
+        column,
+        addedColumnType(column, types),
+        (definition) => definition.ifNotExists(),
+      );
+    }
+    await statement?.execute();
+    return;
+  }
+  for (const column of ADDED_LEASE_COLUMNS) {
+    if (existingColumns.has(column)) continue;
+    try {
+      await db.schema.alterTable(tables.leases).addColumn(column, addedColumnType(column, types)).execute();
+    } catch (error) {
+      if (!isDuplicateColumnError(error)) throw error;
+    }
+  }
+}
+
 /** The schema's migrations, oldest first. Names sort in the order they must run. */
 export function leaseSchemaMigrations(
   flavor: SqlFlavor,
@@ -95,6 +174,7 @@ export function leaseSchemaMigrations(
 ): Readonly<Record<string, Migration>> {
   return {
     '0001_create_lease_tables': { up: (db) => flavor.createTables(db, tables) },
+    '0002_add_stream_and_handoff_columns': { up: (db) => flavor.upgradeTables(db, tables) },
   };
 }
 

@@ -1,8 +1,9 @@
 import type { RawBuilder } from 'kysely';
 import { sql } from 'kysely';
-import type { LeaseRowValues, SqlRow } from './sql-lease-row.js';
+import type { LeaseRowValues } from './sql-lease-row.js';
 import { LEASE_COLUMNS } from './sql-lease-row.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
+import type { SqlRow } from './sql-types.js';
 
 /**
  * Statements and fragments every dialect writes the same way. Values are always parameters;

@@ -24,15 +24,15 @@ const leaseKeyOf = (index: number): string => `shardId-${String(index).padStart(
 async function raceToTake(stores: readonly LeaseStore[], prefix: string): Promise<void> {
   const keys = Array.from({ length: LEASES }, (_, index) => `${prefix}-${leaseKeyOf(index)}`);
   for (const leaseKey of keys) {
-    expect(
-      (await stores[0]!.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST })).ok,
-    ).toBe(true);
+    expect((await stores[0]!.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.LATEST })).ok).toBe(
+      true,
+    );
   }
   const attempts = keys.flatMap((leaseKey) =>
     stores.map(async (store, index) => ({
       leaseKey,
       owner: `worker-${index}`,
-      result: await store.takeLease(leaseKey, 0, `worker-${index}`),
+      result: await store.leases.take(leaseKey, 0, `worker-${index}`),
     })),
   );
   const results = await Promise.all(attempts);
@@ -43,7 +43,7 @@ async function raceToTake(stores: readonly LeaseStore[], prefix: string): Promis
     expect(
       mine.filter((attempt) => !attempt.result.ok && attempt.result.reason === 'counter-mismatch'),
     ).toHaveLength(stores.length - 1);
-    const stored = await stores[0]!.getLease(leaseKey);
+    const stored = await stores[0]!.leases.get(leaseKey);
     expect([stored?.owner, stored?.leaseCounter, stored?.ownerSwitchesSinceCheckpoint]).toEqual([
       winners[0]?.owner,
       1,
@@ -65,7 +65,7 @@ for (const dialect of TEST_DIALECTS) {
       stores = Array.from({ length: CONNECTIONS }, () =>
         createSqlLeaseStore({ db: database.connect({ poolSize: CONNECTIONS }), applicationName: 'racing' }),
       );
-      await Promise.all(stores.map((store) => store.ensureSchema()));
+      await Promise.all(stores.map((store) => store.admin.ensureSchema()));
     });
 
     afterAll(async () => {
@@ -80,7 +80,7 @@ for (const dialect of TEST_DIALECTS) {
       const results = await Promise.all(
         stores.flatMap((store) =>
           [1, 2, 3].map(() =>
-            store.createLeaseIfAbsent({
+            store.leases.create({
               leaseKey: 'created-once',
               checkpoint: ExtendedSequenceNumber.LATEST,
             }),
@@ -96,7 +96,7 @@ for (const dialect of TEST_DIALECTS) {
     it('keeps the fence under contention: each successful write moves the counter by exactly one', async () => {
       const keys = Array.from({ length: 10 }, (_, index) => `fenced-${leaseKeyOf(index)}`);
       for (const leaseKey of keys) {
-        await stores[0]!.createLeaseIfAbsent({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+        await stores[0]!.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
       }
       const successes = new Map<string, number>(keys.map((key) => [key, 0]));
       const count = (leaseKey: string, result: LeaseBatchWriteResult): void => {
@@ -108,7 +108,7 @@ for (const dialect of TEST_DIALECTS) {
         for (let round = 0; round < 8; round++) {
           if (index === 0) {
             const renewals = keys.map((leaseKey) => ({ leaseKey, leaseCounter: seen.get(leaseKey) ?? 0 }));
-            const results = await store.renewLeases(renewals);
+            const results = await store.leases.renewMany(renewals);
             results.forEach((result, position) => {
               const leaseKey = keys[position]!;
               count(leaseKey, result);
@@ -119,20 +119,20 @@ for (const dialect of TEST_DIALECTS) {
             const counter = seen.get(leaseKey) ?? 0;
             const result =
               round % 2 === 0
-                ? await store.takeLease(leaseKey, counter, `worker-${index}`)
-                : await store.updateCheckpoint(leaseKey, counter, {
+                ? await store.leases.take(leaseKey, counter, `worker-${index}`)
+                : await store.leases.checkpoint(leaseKey, counter, {
                     checkpoint: ExtendedSequenceNumber.of(String(round)),
                   });
             count(leaseKey, result);
             if (result.ok) seen.set(leaseKey, result.lease.leaseCounter);
           }
           // Refresh what this actor knows, as a worker does after losing a race.
-          for (const lease of await store.listLeases()) seen.set(lease.leaseKey, lease.leaseCounter);
+          for (const lease of await store.leases.list()) seen.set(lease.leaseKey, lease.leaseCounter);
         }
       });
       await Promise.all(actors);
       const final = new Map(
-        (await stores[0]!.listLeases()).map((lease) => [lease.leaseKey, lease.leaseCounter]),
+        (await stores[0]!.leases.list()).map((lease) => [lease.leaseKey, lease.leaseCounter]),
       );
       for (const leaseKey of keys)
         expect([leaseKey, final.get(leaseKey)]).toEqual([leaseKey, successes.get(leaseKey)]);
@@ -141,9 +141,9 @@ for (const dialect of TEST_DIALECTS) {
 
     it('heartbeats from every connection each count', async () => {
       await Promise.all(
-        stores.flatMap((store) => [1, 2, 3, 4].map(() => store.heartbeatWorker('shared-worker'))),
+        stores.flatMap((store) => [1, 2, 3, 4].map(() => store.workers.heartbeat('shared-worker'))),
       );
-      const [worker] = await stores[0]!.listWorkers();
+      const [worker] = await stores[0]!.workers.list();
       expect(worker?.heartbeat).toBe(CONNECTIONS * 4);
     });
   });
@@ -174,7 +174,7 @@ describe.skipIf(checks.get('postgres')?.reason !== null)('postgres: under REPEAT
       )
     ).rows;
     expect(isolation?.level).toBe('repeatable read');
-    await stores[0]!.ensureSchema();
+    await stores[0]!.admin.ensureSchema();
     await raceToTake(stores, 'repeatable');
   });
 });
@@ -222,7 +222,7 @@ describe.skipIf(checks.get('sqlite')?.reason !== null)('sqlite: several processe
 
     const { sqliteKysely } = await import('./test-databases.js');
     const db = sqliteKysely(file);
-    const leases = await createSqlLeaseStore({ db, applicationName: 'racers' }).listLeases();
+    const leases = await createSqlLeaseStore({ db, applicationName: 'racers' }).leases.list();
     const winners = new Map(
       outcomes.flatMap((outcome) => outcome.taken.map((key) => [key, outcome.workerId] as const)),
     );
@@ -230,7 +230,10 @@ describe.skipIf(checks.get('sqlite')?.reason !== null)('sqlite: several processe
       keys.map((key) => [key, winners.get(key), 1]),
     );
     const migrations = await sql<{ name: string }>`select name from kcl_leases_migration`.execute(db);
-    expect(migrations.rows.map((row) => row.name)).toEqual(['0001_create_lease_tables']);
+    expect(migrations.rows.map((row) => row.name).sort()).toEqual([
+      '0001_create_lease_tables',
+      '0002_add_stream_and_handoff_columns',
+    ]);
     await db.destroy();
   });
 });

@@ -1,11 +1,12 @@
 import type { Socket } from 'node:net';
 import { createServer } from 'node:net';
-import type { LeaseStore } from '@kcl/core';
+import type { LeaseStore, LogFields, Logger } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
   LeaseDataError,
   LeaseStoreError,
   LeaseStoreSchemaMissingError,
+  noopLogger,
 } from '@kcl/core';
 import { freePort } from '@kcl/testkit';
 import Database from 'better-sqlite3';
@@ -22,22 +23,25 @@ const TRIM_HORIZON = ExtendedSequenceNumber.TRIM_HORIZON;
 /** Every call a runtime makes, each of which must fail the same typed way when the database does. */
 function everyOperation(store: LeaseStore): Record<string, () => Promise<unknown>> {
   return {
-    ensureSchema: () => store.ensureSchema(),
-    createLeaseIfAbsent: () => store.createLeaseIfAbsent({ leaseKey: 'k', checkpoint: TRIM_HORIZON }),
-    getLease: () => store.getLease('k'),
-    listLeases: () => store.listLeases(),
-    renewLease: () => store.renewLease('k', 0),
-    renewLeases: () => store.renewLeases([{ leaseKey: 'k', leaseCounter: 0 }]),
-    takeLease: () => store.takeLease('k', 0, 'w'),
-    releaseLease: () => store.releaseLease('k', 0),
-    updateCheckpoint: () => store.updateCheckpoint('k', 0, { checkpoint: TRIM_HORIZON }),
-    updateLeaseMeta: () => store.updateLeaseMeta('k', { childShardIds: ['c'] }),
-    deleteLease: () => store.deleteLease('k'),
-    heartbeatWorker: () => store.heartbeatWorker('w'),
-    listWorkers: () => store.listWorkers(),
-    removeWorker: () => store.removeWorker('w'),
-    getMigrationMarker: () => store.getMigrationMarker(),
-    setMigrationMarker: () => store.setMigrationMarker({ migratedTo: 'x', migratedAt: new Date(0) }),
+    'admin.ensureSchema': () => store.admin.ensureSchema(),
+    'leases.create': () => store.leases.create({ leaseKey: 'k', checkpoint: TRIM_HORIZON }),
+    'leases.get': () => store.leases.get('k'),
+    'leases.list': () => store.leases.list(),
+    'leases.renew': () => store.leases.renew('k', 0),
+    'leases.renewMany': () => store.leases.renewMany([{ leaseKey: 'k', leaseCounter: 0 }]),
+    'leases.take': () => store.leases.take('k', 0, 'w'),
+    'leases.release': () => store.leases.release('k', 0),
+    'leases.checkpoint': () => store.leases.checkpoint('k', 0, { checkpoint: TRIM_HORIZON }),
+    'leases.updateMeta': () => store.leases.updateMeta('k', { childShardIds: ['c'] }),
+    'leases.delete': () => store.leases.delete('k'),
+    'workers.heartbeat': () => store.workers.heartbeat('w'),
+    'workers.heartbeat (with metadata)': () => store.workers.heartbeat('w', { host: 'h' }),
+    'workers.list': () => store.workers.list(),
+    'workers.remove': () => store.workers.remove('w'),
+    'admin.getMigrationMarker': () => store.admin.getMigrationMarker(),
+    'admin.setMigrationMarker': () =>
+      store.admin.setMigrationMarker({ migratedTo: 'x', migratedAt: new Date(0) }),
+    'admin.scan': () => store.admin.scan(),
   };
 }
 
@@ -45,7 +49,7 @@ async function rejectionOf(run: () => Promise<unknown>): Promise<LeaseStoreError
   try {
     await run();
   } catch (error) {
-    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(LeaseStoreError.is(error)).toBe(true);
     return error as LeaseStoreError;
   }
   throw new Error('the call did not fail');
@@ -106,7 +110,7 @@ for (const [flavor, connect] of Object.entries(NETWORK_DIALECTS)) {
       const db = connect(server.port, 300);
       try {
         const store = createSqlLeaseStore({ db, applicationName: 'hung' });
-        const error = await rejectionOf(() => store.renewLease('k', 0));
+        const error = await rejectionOf(() => store.leases.renew('k', 0));
         expect([error.code, error.retryable]).toEqual(['LEASE_STORE_UNAVAILABLE', true]);
       } finally {
         await db.destroy();
@@ -126,7 +130,7 @@ for (const dialect of TEST_DIALECTS) {
     beforeAll(async () => {
       database = await dialect.createDatabase();
       db = database.db;
-      await createSqlLeaseStore({ db, applicationName: 'setup' }).ensureSchema();
+      await createSqlLeaseStore({ db, applicationName: 'setup' }).admin.ensureSchema();
     });
 
     afterAll(async () => {
@@ -135,24 +139,29 @@ for (const dialect of TEST_DIALECTS) {
 
     it('reports missing tables with what to run, from every operation but ensureSchema', async () => {
       const store = createSqlLeaseStore({ db, applicationName: 'no-schema', tableName: 'never_created' });
-      const { ensureSchema: _ensureSchema, ...operations } = everyOperation(store);
+      const { 'admin.ensureSchema': _ensureSchema, ...operations } = everyOperation(store);
       for (const [operation, run] of Object.entries(operations)) {
         const error = await rejectionOf(run);
-        expect([operation, error instanceof LeaseStoreSchemaMissingError]).toEqual([operation, true]);
+        expect([operation, LeaseStoreSchemaMissingError.is(error)]).toEqual([operation, true]);
         expect(error.code).toBe('LEASE_STORE_SCHEMA_MISSING');
         expect(error.retryable).toBe(false);
-        expect(error.message).toContain('run `await store.ensureSchema()`');
+        expect(error.message).toContain('run `await store.admin.ensureSchema()`');
         expect(error.message).toContain(
           '"never_created", "never_created_workers", "never_created_applications"',
         );
       }
-      await store.ensureSchema();
-      expect(await store.listLeases()).toEqual([]);
+      await store.admin.ensureSchema();
+      expect(await store.leases.list()).toEqual([]);
     });
 
-    it('reports a corrupted lease row by its key from getLease and listLeases, never skipping it', async () => {
-      const store = createSqlLeaseStore({ db, applicationName: 'corrupted' });
-      await store.createLeaseIfAbsent({ leaseKey: 'fine-shard', checkpoint: TRIM_HORIZON });
+    it('skips a corrupted lease row in leases.list() with a warning, reports it from admin.scan() and leases.get()', async () => {
+      const warnings: { message: string; fields: LogFields | undefined }[] = [];
+      const logger: Logger = {
+        ...noopLogger,
+        warn: (message, fields) => warnings.push({ message, fields }),
+      };
+      const store = createSqlLeaseStore({ db, applicationName: 'corrupted', logger });
+      await store.leases.create({ leaseKey: 'fine-shard', checkpoint: TRIM_HORIZON });
       await sql`insert into kcl_leases (application_name, lease_key, lease_counter, checkpoint_sequence_number,
           checkpoint_sub_sequence_number, owner_switches_since_checkpoint, parent_shard_ids, child_shard_ids)
         values (${'corrupted'}, ${'broken-shard'}, 0, ${'not-a-number'}, 0, 0, ${'[]'}, ${'[]'})`.execute(db);
@@ -166,26 +175,64 @@ for (const dialect of TEST_DIALECTS) {
         ['broken-shard', /checkpoint "not-a-number"\/0 is not a position/],
         ['bad-json-shard', /parent_shard_ids is not JSON/],
       ] as const) {
-        const error = await rejectionOf(() => store.getLease(leaseKey));
-        expect(error).toBeInstanceOf(LeaseDataError);
+        const error = await rejectionOf(() => store.leases.get(leaseKey));
+        expect(LeaseDataError.is(error)).toBe(true);
         expect((error as LeaseDataError).leaseKey).toBe(leaseKey);
         expect([error.code, error.retryable]).toEqual(['LEASE_DATA_INVALID', false]);
         expect(error.message).toContain(`lease "${leaseKey}" cannot be read`);
         expect(error.message).toMatch(problem);
       }
-      const listed = await rejectionOf(() => store.listLeases());
-      expect(listed).toBeInstanceOf(LeaseDataError);
-      expect((listed as LeaseDataError).leaseKey).toBe('bad-json-shard');
-      expect((await store.getLease('fine-shard'))?.leaseKey).toBe('fine-shard');
+
+      // One bad row must not stop a fleet: the list goes on without it, and says so.
+      expect((await store.leases.list()).map((lease) => lease.leaseKey)).toEqual(['fine-shard']);
+      expect(warnings.map((warning) => warning.fields?.leaseKey)).toEqual(['bad-json-shard', 'broken-shard']);
+      expect(warnings[0]?.message).toMatch(
+        /^@kcl\/store-sql: skipped lease "bad-json-shard", which cannot be read: parent_shard_ids is not JSON/,
+      );
+      expect(warnings[0]?.message).toContain('store.admin.scan()');
+      expect(warnings[1]?.fields).toMatchObject({
+        table: 'kcl_leases',
+        applicationName: 'corrupted',
+        problem: expect.stringMatching(/checkpoint "not-a-number"\/0 is not a position/),
+      });
+
+      const scan = await store.admin.scan();
+      expect(scan.leases.map((lease) => lease.leaseKey)).toEqual(['fine-shard']);
+      expect(scan.unreadable).toEqual([
+        { leaseKey: 'bad-json-shard', problem: expect.stringMatching(/^parent_shard_ids is not JSON/) },
+        { leaseKey: 'broken-shard', problem: expect.stringMatching(/not a position/) },
+      ]);
+      // A store without a logger skips the row all the same.
+      const quiet = createSqlLeaseStore({ db, applicationName: 'corrupted' });
+      expect((await quiet.leases.list()).map((lease) => lease.leaseKey)).toEqual(['fine-shard']);
       // Other applications sharing the table are unaffected.
-      expect(await createSqlLeaseStore({ db, applicationName: 'neighbour' }).listLeases()).toEqual([]);
+      expect(await createSqlLeaseStore({ db, applicationName: 'neighbour' }).leases.list()).toEqual([]);
+    });
+
+    it('fails only the corrupted lease of a batch renewal; the others renew', async () => {
+      const store = createSqlLeaseStore({ db, applicationName: 'corrupted-renewal' });
+      const fine = await store.leases.create({ leaseKey: 'fine-shard', checkpoint: TRIM_HORIZON });
+      const doomed = await store.leases.create({ leaseKey: 'doomed-shard', checkpoint: TRIM_HORIZON });
+      expect([fine.ok, doomed.ok]).toEqual([true, true]);
+      // Damaged after a worker took it: the renewal still finds the row by key and counter.
+      await sql`update kcl_leases set parent_shard_ids = ${'{oops'}
+        where application_name = ${'corrupted-renewal'} and lease_key = ${'doomed-shard'}`.execute(db);
+      const results = await store.leases.renewMany([
+        { leaseKey: 'doomed-shard', leaseCounter: 0 },
+        { leaseKey: 'fine-shard', leaseCounter: 0 },
+      ]);
+      expect(results[0]).toMatchObject({ ok: false, reason: 'failed' });
+      const failure = results[0] as { error: unknown };
+      expect(LeaseDataError.is(failure.error)).toBe(true);
+      expect((failure.error as LeaseDataError).leaseKey).toBe('doomed-shard');
+      expect(results[1]).toMatchObject({ ok: true, lease: { leaseKey: 'fine-shard', leaseCounter: 1 } });
     });
 
     it('reports a corrupted worker row instead of dropping it', async () => {
       const store = createSqlLeaseStore({ db, applicationName: 'corrupted-workers' });
       await sql`insert into kcl_leases_workers (application_name, worker_id, heartbeat, last_heartbeat_at_ms, metadata)
         values (${'corrupted-workers'}, ${'w-1'}, 1, 0, ${'{not json'})`.execute(db);
-      const error = await rejectionOf(() => store.listWorkers());
+      const error = await rejectionOf(() => store.workers.list());
       expect([error.code, error.retryable]).toEqual(['LEASE_DATA_INVALID', false]);
       expect(error.message).toContain('worker "w-1" cannot be read: metadata is not JSON');
     });
@@ -193,19 +240,20 @@ for (const dialect of TEST_DIALECTS) {
     it(`keeps lease keys of up to ${MAX_LEASE_KEY_LENGTH} characters and refuses longer ones before sending`, async () => {
       const store = createSqlLeaseStore({ db, applicationName: 'a'.repeat(255) });
       const longest = '😀'.repeat(MAX_LEASE_KEY_LENGTH);
-      const created = await store.createLeaseIfAbsent({
+      const created = await store.leases.create({
         leaseKey: longest,
         checkpoint: TRIM_HORIZON,
         owner: 'w'.repeat(512),
       });
       expect(created.ok).toBe(true);
-      expect((await store.getLease(longest))?.leaseKey).toBe(longest);
+      expect((await store.leases.get(longest))?.leaseKey).toBe(longest);
       const error = await rejectionOf(() =>
-        store.createLeaseIfAbsent({ leaseKey: `${longest}x`, checkpoint: TRIM_HORIZON }),
+        store.leases.create({ leaseKey: `${longest}x`, checkpoint: TRIM_HORIZON }),
       );
       expect([error.code, error.retryable]).toEqual(['LEASE_STORE_FAILURE', false]);
       expect(error.message).toContain(`longer than ${MAX_LEASE_KEY_LENGTH} characters`);
-      expect(await rejectionOf(() => store.heartbeatWorker('w'.repeat(513)))).toBeInstanceOf(LeaseStoreError);
+      const tooLong = await rejectionOf(() => store.workers.heartbeat('w'.repeat(513)));
+      expect(tooLong.message).toContain('longer than 512 characters');
     });
   });
 }
@@ -215,7 +263,7 @@ describe.skipIf(checks.get('sqlite')?.reason !== null)('sqlite: a database locke
 
   beforeAll(async () => {
     database = await TEST_DIALECTS[2]!.createDatabase();
-    await createSqlLeaseStore({ db: database.db, applicationName: 'busy' }).ensureSchema();
+    await createSqlLeaseStore({ db: database.db, applicationName: 'busy' }).admin.ensureSchema();
   });
 
   afterAll(async () => {
@@ -225,22 +273,22 @@ describe.skipIf(checks.get('sqlite')?.reason !== null)('sqlite: a database locke
   it('turns SQLITE_BUSY into a retryable error, and the same call succeeds once the lock is gone', async () => {
     const db = sqliteKysely(database.location, { timeoutMs: 50 });
     const store = createSqlLeaseStore({ db, applicationName: 'busy' });
-    const created = await store.createLeaseIfAbsent({ leaseKey: 'k', checkpoint: TRIM_HORIZON });
+    const created = await store.leases.create({ leaseKey: 'k', checkpoint: TRIM_HORIZON });
     expect(created.ok).toBe(true);
     // Another connection (as another process would) takes the write lock and keeps it.
     const blocker = new Database(database.location);
     blocker.exec('begin immediate');
     try {
-      const error = await rejectionOf(() => store.takeLease('k', 0, 'w'));
+      const error = await rejectionOf(() => store.leases.take('k', 0, 'w'));
       expect([error.code, error.retryable]).toEqual(['LEASE_STORE_UNAVAILABLE', true]);
       expect(error.message).toContain('SQLITE_BUSY');
       // Readers are not blocked in WAL mode.
-      expect((await store.getLease('k'))?.leaseCounter).toBe(0);
+      expect((await store.leases.get('k'))?.leaseCounter).toBe(0);
     } finally {
       blocker.exec('rollback');
       blocker.close();
     }
-    const taken = await store.takeLease('k', 0, 'w');
+    const taken = await store.leases.take('k', 0, 'w');
     expect(taken.ok).toBe(true);
     await db.destroy();
   });

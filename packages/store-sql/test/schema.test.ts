@@ -82,7 +82,7 @@ for (const dialect of TEST_DIALECTS) {
       expect((await applicationMigrator.migrateToLatest()).error).toBeUndefined();
 
       const store = createSqlLeaseStore({ db, applicationName: 'schema' });
-      await store.ensureSchema();
+      await store.admin.ensureSchema();
       expect(await tableNames(db)).toEqual([
         'kcl_leases',
         'kcl_leases_applications',
@@ -94,7 +94,10 @@ for (const dialect of TEST_DIALECTS) {
         'orders',
       ]);
       const ours = await sql<{ name: string }>`select name from kcl_leases_migration`.execute(db);
-      expect(ours.rows.map((row) => row.name)).toEqual(['0001_create_lease_tables']);
+      expect(ours.rows.map((row) => row.name).sort()).toEqual([
+        '0001_create_lease_tables',
+        '0002_add_stream_and_handoff_columns',
+      ]);
       const theirs = await applicationMigrator.getMigrations();
       expect(theirs.map((migration) => [migration.name, migration.executedAt !== undefined])).toEqual([
         ['2024_01_01_orders', true],
@@ -103,31 +106,31 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it(`keys use a binary collation (${EXPECTED_COLLATION[dialect.flavor]})`, async () => {
-      await createSqlLeaseStore({ db: database.db, applicationName: 'collation' }).ensureSchema();
+      await createSqlLeaseStore({ db: database.db, applicationName: 'collation' }).admin.ensureSchema();
       expect(await KEY_COLLATION[dialect.flavor](database.db)).toBe(EXPECTED_COLLATION[dialect.flavor]);
     });
 
     it('keeps keys that differ only in trailing spaces apart and lists them in UTF-8 byte order', async () => {
       const store = createSqlLeaseStore({ db: database.db, applicationName: 'bytes' });
-      await store.ensureSchema();
+      await store.admin.ensureSchema();
       // "\uFFFF" sorts before "😀" in UTF-8 but after it in JavaScript's UTF-16 order.
       const keys = ['a ', 'a', 'a\t', 'A', 'é', '😀', '\uFFFF', 'a  ', 'Z'];
       for (const [index, leaseKey] of keys.entries()) {
-        const created = await store.createLeaseIfAbsent({
+        const created = await store.leases.create({
           leaseKey,
           checkpoint: ExtendedSequenceNumber.of(String(index)),
         });
         expect([leaseKey, created.ok]).toEqual([leaseKey, true]);
       }
-      expect((await store.listLeases()).map((lease) => lease.leaseKey)).toEqual(
+      expect((await store.leases.list()).map((lease) => lease.leaseKey)).toEqual(
         [...keys].sort(compareLeaseKeys),
       );
-      expect((await store.getLease('a '))?.checkpoint.sequenceNumber).toBe('0');
-      expect((await store.getLease('a'))?.checkpoint.sequenceNumber).toBe('1');
-      expect((await store.takeLease('a  ', 0, 'w')).ok).toBe(true);
-      expect((await store.getLease('a '))?.owner).toBeNull();
-      for (const workerId of ['w', 'w ']) await store.heartbeatWorker(workerId);
-      expect((await store.listWorkers()).map((worker) => [worker.workerId, worker.heartbeat])).toEqual([
+      expect((await store.leases.get('a '))?.checkpoint.sequenceNumber).toBe('0');
+      expect((await store.leases.get('a'))?.checkpoint.sequenceNumber).toBe('1');
+      expect((await store.leases.take('a  ', 0, 'w')).ok).toBe(true);
+      expect((await store.leases.get('a '))?.owner).toBeNull();
+      for (const workerId of ['w', 'w ']) await store.workers.heartbeat(workerId);
+      expect((await store.workers.list()).map((worker) => [worker.workerId, worker.heartbeat])).toEqual([
         ['w', 1],
         ['w ', 1],
       ]);
@@ -144,8 +147,8 @@ for (const dialect of TEST_DIALECTS) {
         applicationName: 'same-app',
         tableName: 'second_leases',
       });
-      await first.ensureSchema();
-      await second.ensureSchema();
+      await first.admin.ensureSchema();
+      await second.admin.ensureSchema();
       const names = await tableNames(database.db);
       for (const table of ['first_leases', 'second_leases']) {
         expect(names).toEqual(
@@ -158,11 +161,11 @@ for (const dialect of TEST_DIALECTS) {
           ]),
         );
       }
-      await first.createLeaseIfAbsent({ leaseKey: 'shard', checkpoint: ExtendedSequenceNumber.LATEST });
-      await first.setMigrationMarker({ migratedTo: 'second_leases', migratedAt: new Date(0) });
-      expect(await second.listLeases()).toEqual([]);
-      expect(await second.getMigrationMarker()).toBeNull();
-      expect((await first.getMigrationMarker())?.migratedTo).toBe('second_leases');
+      await first.leases.create({ leaseKey: 'shard', checkpoint: ExtendedSequenceNumber.LATEST });
+      await first.admin.setMigrationMarker({ migratedTo: 'second_leases', migratedAt: new Date(0) });
+      expect(await second.leases.list()).toEqual([]);
+      expect(await second.admin.getMigrationMarker()).toBeNull();
+      expect((await first.admin.getMigrationMarker())?.migratedTo).toBe('second_leases');
     });
 
     it('creates the schema once when several connections run ensureSchema at the same moment', async () => {
@@ -173,28 +176,30 @@ for (const dialect of TEST_DIALECTS) {
           tableName: 'racing_leases',
         }),
       );
-      await Promise.all(stores.map((store) => store.ensureSchema()));
+      await Promise.all(stores.map((store) => store.admin.ensureSchema()));
       const recorded = await sql<{ name: string }>`select name from racing_leases_migration`.execute(
         database.db,
       );
-      expect(recorded.rows.map((row) => row.name)).toEqual(['0001_create_lease_tables']);
+      expect(recorded.rows.map((row) => row.name).sort()).toEqual([
+        '0001_create_lease_tables',
+        '0002_add_stream_and_handoff_columns',
+      ]);
       expect(
-        (await stores[4]!.createLeaseIfAbsent({ leaseKey: 'k', checkpoint: ExtendedSequenceNumber.LATEST }))
-          .ok,
+        (await stores[4]!.leases.create({ leaseKey: 'k', checkpoint: ExtendedSequenceNumber.LATEST })).ok,
       ).toBe(true);
     });
 
     it("ignores the caller's plugins: a CamelCasePlugin does not rename the store's columns", async () => {
       const camel = database.db.withPlugin(new CamelCasePlugin());
       const store = createSqlLeaseStore({ db: camel, applicationName: 'camel' });
-      await store.ensureSchema();
-      const created = await store.createLeaseIfAbsent({
+      await store.admin.ensureSchema();
+      const created = await store.leases.create({
         leaseKey: 'k',
         checkpoint: ExtendedSequenceNumber.LATEST,
       });
       expect(created.ok).toBe(true);
-      expect((await store.getLease('k'))?.checkpoint.sentinel).toBe('LATEST');
-      expect((await store.heartbeatWorker('w')).heartbeat).toBe(1);
+      expect((await store.leases.get('k'))?.checkpoint.sentinel).toBe('LATEST');
+      expect((await store.workers.heartbeat('w')).heartbeat).toBe(1);
     });
   });
 }

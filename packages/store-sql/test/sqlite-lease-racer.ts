@@ -33,9 +33,9 @@ const leaseKeys = Array.from(
 process.once('message', async () => {
   const outcome: RacerOutcome = { workerId, created: [], taken: [], errors: [] };
   try {
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     for (const leaseKey of leaseKeys) {
-      const result = await store.createLeaseIfAbsent({
+      const result = await store.leases.create({
         leaseKey,
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
       });
@@ -44,7 +44,7 @@ process.once('message', async () => {
         outcome.errors.push(`create ${leaseKey}: ${result.reason}`);
     }
     for (const leaseKey of leaseKeys) {
-      const result = await store.takeLease(leaseKey, 0, workerId);
+      const result = await store.leases.take(leaseKey, 0, workerId);
       if (result.ok) outcome.taken.push(leaseKey);
       else if (result.reason !== 'counter-mismatch')
         outcome.errors.push(`take ${leaseKey}: ${result.reason}`);

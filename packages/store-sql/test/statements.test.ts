@@ -11,34 +11,38 @@ import { checkDialects, TEST_DIALECTS } from './test-databases.js';
  * callback, which sees every statement including BEGIN and COMMIT.
  */
 type Operation =
-  | 'createLeaseIfAbsent'
-  | 'getLease'
-  | 'listLeases'
-  | 'renewLease'
-  | 'renewLease (lost)'
-  | 'takeLease'
-  | 'updateCheckpoint'
-  | 'releaseLease'
-  | 'updateLeaseMeta'
-  | 'renewLeases (100)'
-  | 'renewLeases (100, 2 lost)'
-  | 'heartbeatWorker'
-  | 'ensureSchema (current)';
+  | 'leases.create'
+  | 'leases.get'
+  | 'leases.list'
+  | 'leases.renew'
+  | 'leases.renew (lost)'
+  | 'leases.take'
+  | 'leases.checkpoint'
+  | 'leases.release'
+  | 'leases.updateMeta'
+  | 'leases.renewMany (100)'
+  | 'leases.renewMany (100, 2 lost)'
+  | 'workers.heartbeat'
+  | 'workers.heartbeat (keeping metadata)'
+  | 'admin.scan'
+  | 'admin.ensureSchema (current)';
 
 const ONE_STATEMENT_EACH: Record<Operation, number> = {
-  createLeaseIfAbsent: 1,
-  getLease: 1,
-  listLeases: 1,
-  renewLease: 1,
-  'renewLease (lost)': 2,
-  takeLease: 1,
-  updateCheckpoint: 1,
-  releaseLease: 1,
-  updateLeaseMeta: 1,
-  'renewLeases (100)': 1,
-  'renewLeases (100, 2 lost)': 2,
-  heartbeatWorker: 1,
-  'ensureSchema (current)': 1,
+  'leases.create': 1,
+  'leases.get': 1,
+  'leases.list': 1,
+  'leases.renew': 1,
+  'leases.renew (lost)': 2,
+  'leases.take': 1,
+  'leases.checkpoint': 1,
+  'leases.release': 1,
+  'leases.updateMeta': 1,
+  'leases.renewMany (100)': 1,
+  'leases.renewMany (100, 2 lost)': 2,
+  'workers.heartbeat': 1,
+  'workers.heartbeat (keeping metadata)': 1,
+  'admin.scan': 1,
+  'admin.ensureSchema (current)': 1,
 };
 
 const EXPECTED: Record<SqlFlavorName, Record<Operation, number>> = {
@@ -47,15 +51,17 @@ const EXPECTED: Record<SqlFlavorName, Record<Operation, number>> = {
   // No UPDATE … RETURNING: begin, update, select, commit (the select also classifies a lost race).
   mysql: {
     ...ONE_STATEMENT_EACH,
-    renewLease: 4,
-    'renewLease (lost)': 4,
-    takeLease: 4,
-    updateCheckpoint: 4,
-    releaseLease: 4,
-    updateLeaseMeta: 4,
+    'leases.renew': 4,
+    'leases.renew (lost)': 4,
+    'leases.take': 4,
+    'leases.checkpoint': 4,
+    'leases.release': 4,
+    'leases.updateMeta': 4,
     // begin, select … for update, update, commit
-    'renewLeases (100)': 4,
-    'renewLeases (100, 2 lost)': 4,
+    'leases.renewMany (100)': 4,
+    'leases.renewMany (100, 2 lost)': 4,
+    // begin, upsert, select (the metadata kept), commit
+    'workers.heartbeat (keeping metadata)': 4,
   },
 };
 
@@ -85,18 +91,18 @@ for (const dialect of TEST_DIALECTS) {
         },
       });
       store = createSqlLeaseStore({ db, applicationName: 'statements' });
-      await store.ensureSchema();
+      await store.admin.ensureSchema();
       for (let index = 0; index < 100; index++) {
         const leaseKey = `shardId-${String(index).padStart(12, '0')}`;
-        const created = await store.createLeaseIfAbsent({
+        const created = await store.leases.create({
           leaseKey,
           checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
         });
         if (!created.ok) throw new Error(`could not create ${leaseKey}`);
-        const taken = await store.takeLease(leaseKey, 0, 'worker-a');
+        const taken = await store.leases.take(leaseKey, 0, 'worker-a');
         if (!taken.ok) throw new Error(`could not take ${leaseKey}`);
       }
-      held = await store.listLeases();
+      held = await store.leases.list();
     });
 
     afterAll(async () => {
@@ -105,14 +111,14 @@ for (const dialect of TEST_DIALECTS) {
 
     it('renews 100 leases with one UPDATE statement', async () => {
       const sent = await count(async () => {
-        const results = await store.renewLeases(
+        const results = await store.leases.renewMany(
           held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter })),
         );
         expect(results.every((result) => result.ok)).toBe(true);
       });
       expect(sent.filter((statement) => statement === 'update')).toHaveLength(1);
-      expect(sent).toHaveLength(EXPECTED[dialect.flavor]['renewLeases (100)']);
-      held = await store.listLeases();
+      expect(sent).toHaveLength(EXPECTED[dialect.flavor]['leases.renewMany (100)']);
+      held = await store.leases.list();
       expect(held.every((lease) => lease.leaseCounter === 2)).toBe(true);
     });
 
@@ -122,32 +128,34 @@ for (const dialect of TEST_DIALECTS) {
         measured[operation] = (await count(run)).length;
       };
       const key = 'measured-lease';
-      await measure('createLeaseIfAbsent', () =>
-        store.createLeaseIfAbsent({ leaseKey: key, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }),
+      await measure('leases.create', () =>
+        store.leases.create({ leaseKey: key, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON }),
       );
-      await measure('getLease', () => store.getLease(key));
-      await measure('listLeases', () => store.listLeases());
-      await measure('takeLease', () => store.takeLease(key, 0, 'worker-a'));
-      await measure('renewLease', () => store.renewLease(key, 1));
-      await measure('renewLease (lost)', () => store.renewLease(key, 1));
-      await measure('updateCheckpoint', () =>
-        store.updateCheckpoint(key, 2, { checkpoint: ExtendedSequenceNumber.of('1') }),
+      await measure('leases.get', () => store.leases.get(key));
+      await measure('leases.list', () => store.leases.list());
+      await measure('leases.take', () => store.leases.take(key, 0, 'worker-a'));
+      await measure('leases.renew', () => store.leases.renew(key, 1));
+      await measure('leases.renew (lost)', () => store.leases.renew(key, 1));
+      await measure('leases.checkpoint', () =>
+        store.leases.checkpoint(key, 2, { checkpoint: ExtendedSequenceNumber.of('1') }),
       );
-      await measure('releaseLease', () => store.releaseLease(key, 3));
-      await measure('updateLeaseMeta', () => store.updateLeaseMeta(key, { childShardIds: ['child'] }));
+      await measure('leases.release', () => store.leases.release(key, 3));
+      await measure('leases.updateMeta', () => store.leases.updateMeta(key, { childShardIds: ['child'] }));
       const renewals = held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter }));
-      await measure('renewLeases (100)', () => store.renewLeases(renewals));
-      await measure('renewLeases (100, 2 lost)', () =>
-        store.renewLeases([
+      await measure('leases.renewMany (100)', () => store.leases.renewMany(renewals));
+      await measure('leases.renewMany (100, 2 lost)', () =>
+        store.leases.renewMany([
           ...renewals.slice(2).map((renewal) => ({ ...renewal, leaseCounter: renewal.leaseCounter + 1 })),
           { leaseKey: 'absent', leaseCounter: 0 },
           { leaseKey: renewals[0]?.leaseKey ?? '', leaseCounter: 0 },
         ]),
       );
-      await measure('heartbeatWorker', () => store.heartbeatWorker('worker-a'));
-      await measure('ensureSchema (current)', () => store.ensureSchema());
+      await measure('workers.heartbeat', () => store.workers.heartbeat('worker-a', { host: 'h' }));
+      await measure('workers.heartbeat (keeping metadata)', () => store.workers.heartbeat('worker-a'));
+      await measure('admin.scan', () => store.admin.scan());
+      await measure('admin.ensureSchema (current)', () => store.admin.ensureSchema());
       expect(measured).toEqual(EXPECTED[dialect.flavor]);
-      const lease = await store.getLease(key);
+      const lease = await store.leases.get(key);
       expect([lease?.leaseCounter, lease?.owner, lease?.childShardIds]).toEqual([4, null, ['child']]);
     });
   });

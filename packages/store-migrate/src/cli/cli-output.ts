@@ -140,5 +140,14 @@ export function leaseJson(lease: Lease): Record<string, unknown> {
             startingHashKey: lease.hashKeyRange.startingHashKey.toString(),
             endingHashKey: lease.hashKeyRange.endingHashKey.toString(),
           },
+    streamIdentifier: lease.streamIdentifier,
+    handoff:
+      lease.handoff === null
+        ? null
+        : {
+            from: lease.handoff.from,
+            to: lease.handoff.to,
+            deadline: lease.handoff.deadline?.toISOString() ?? null,
+          },
   };
 }

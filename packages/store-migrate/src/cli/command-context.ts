@@ -19,12 +19,18 @@ export interface CommandContext {
 }
 
 /**
- * The leases of one stream. Multi-stream lease keys are `account:stream:creationEpoch:shardId` (the
- * Java KCL's layout); a plain shard id belongs to the application's only stream, so it is selected.
+ * The leases of one stream. A lease names its stream (`account:stream:creationEpoch`) when the store
+ * records it; otherwise it is read from the key: multi-stream lease keys are
+ * `account:stream:creationEpoch:shardId` (the Java KCL's layout), and a plain shard id belongs to the
+ * application's only stream, so it is selected.
  */
 export function streamSelector(stream: string | undefined): ((lease: Lease) => boolean) | undefined {
   if (stream === undefined) return undefined;
   return (lease) => {
+    if (lease.streamIdentifier !== null) {
+      const parts = lease.streamIdentifier.split(':');
+      return (parts.length >= 3 ? parts[parts.length - 2] : parts[0]) === stream;
+    }
     const parts = lease.leaseKey.split(':');
     if (parts.length < 2) return true;
     return parts.length >= 4 ? parts[parts.length - 3] === stream : parts[0] === stream;

@@ -132,6 +132,9 @@ function printCopyReport(context: CommandContext, report: MigrationReport, dryRu
           .map(([owner, count]) => `${owner} (${formatCount(count)})`)
           .join(', ')}${owners.length > 8 ? ` and ${owners.length - 8} more workers` : ''}`,
   ]);
+  if (summary.handoffs > 0) {
+    rows.push(['hand-offs (ended on the target)', formatCount(summary.handoffs)]);
+  }
   if (dryRun || report.outcome !== 'completed') {
     rows.push(
       [dryRun ? 'would create' : 'to create', formatCount(summary.create)],
@@ -365,7 +368,7 @@ export async function runUnmark(context: CommandContext): Promise<ExitCode> {
       EXIT_CODES.refused,
     );
   }
-  await context.from.store.setMigrationMarker(null);
+  await context.from.store.admin.setMigrationMarker(null);
   return emit(
     true,
     `cleared the marker of ${context.from.name} (it said: migrated to ${marker.migratedTo} on ${marker.migratedAt.toISOString()}); workers may use this store again`,

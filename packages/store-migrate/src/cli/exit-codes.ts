@@ -1,3 +1,6 @@
+import { ConfigurationError } from '@kcl/core';
+import { LiveMigrationRefusedError, MigrationInterruptedError } from '../migration-errors.js';
+
 /** The exit codes of `kcl-migrate`, as `--help` documents them. */
 export const EXIT_CODES = Object.freeze({
   /** Done; a dry run printed its plan; a verification found no difference. */
@@ -29,3 +32,15 @@ export const EXIT_CODE_HELP = `Exit codes:
        (--force overwrites them with the source's state), or a cut-over completed but found
        moved leases taken in the source by workers without the migrating store
   130  interrupted (Ctrl-C): run the same command again to finish`;
+
+/**
+ * The exit code of a command that failed with `error`. Identity by the errors' markers, never
+ * `instanceof`: an error from another copy of a kcl package (two versions installed side by side)
+ * must map the same way.
+ */
+export function exitCodeOfError(error: unknown): ExitCode {
+  if (LiveMigrationRefusedError.is(error)) return EXIT_CODES.refused;
+  if (ConfigurationError.is(error)) return EXIT_CODES.usage;
+  if (MigrationInterruptedError.is(error)) return EXIT_CODES.interrupted;
+  return EXIT_CODES.failed;
+}

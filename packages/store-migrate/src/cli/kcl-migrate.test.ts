@@ -9,6 +9,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProgressReporter } from './cli-output.js';
 import { runKclMigrate } from './kcl-migrate.js';
+import { openStore } from './store-connection.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'kcl-migrate-cli-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -34,9 +35,9 @@ async function sqliteSource(file: string, applicationName: string, count: number
     dialect: new SqliteDialect({ database: configureSqliteLeaseDatabase(new Database(file)) }),
   });
   const store = createSqlLeaseStore({ db, applicationName });
-  await store.ensureSchema();
+  await store.admin.ensureSchema();
   for (let index = 0; index < count; index++) {
-    await store.createLeaseIfAbsent({
+    await store.leases.create({
       leaseKey: `shardId-${index}`,
       checkpoint: ExtendedSequenceNumber.of(String(100 + index)),
       owner: 'old-worker',
@@ -191,6 +192,20 @@ describe('kcl-migrate between two SQLite files', () => {
     ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('does not exist');
+  });
+});
+
+describe('openStore', () => {
+  it('returns a store whose close() also closes the connection the CLI opened, once', async () => {
+    const file = join(directory, 'opened.db');
+    const opened = await openStore('to', 'sqlite', { sqliteFile: file }, 'billing', {}, 2);
+    await opened.store.admin.ensureSchema();
+    expect(await opened.store.leases.list()).toEqual([]);
+    await opened.store.close();
+    await opened.store.close();
+    // The database is closed: the store cannot reach it any more.
+    await expect(opened.store.leases.list()).rejects.toThrow();
+    expect(opened.name).toContain(file);
   });
 });
 

@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigurationError, KclError } from '@kcl/core';
 import { Command, CommanderError } from 'commander';
-import { LiveMigrationRefusedError } from '../index.js';
 import type { RawOptions } from './cli-options.js';
 import {
   addStoreOptions,
@@ -16,7 +14,7 @@ import { ProgressReporter, toJson } from './cli-output.js';
 import type { CommandContext } from './command-context.js';
 import { runCopy, runUnmark, runVerify } from './copy-command.js';
 import type { ExitCode } from './exit-codes.js';
-import { EXIT_CODE_HELP, EXIT_CODES } from './exit-codes.js';
+import { EXIT_CODE_HELP, EXIT_CODES, exitCodeOfError } from './exit-codes.js';
 import { LIVE_HELP, runAbort, runCutover, runLiveStart, runStatus } from './live-commands.js';
 import type { OpenedStore } from './store-connection.js';
 import { openStore } from './store-connection.js';
@@ -253,15 +251,8 @@ async function execute(mode: Mode, raw: RawOptions, io: CliIo, signal: AbortSign
     reportError(io, json, mode, exitCode, error instanceof Error ? error.message : String(error));
     return exitCode;
   } finally {
-    await Promise.allSettled(opened.map((store) => store.close()));
+    await Promise.allSettled(opened.map((side) => side.store.close()));
   }
-}
-
-function exitCodeOfError(error: unknown): ExitCode {
-  if (error instanceof LiveMigrationRefusedError) return EXIT_CODES.refused;
-  if (error instanceof ConfigurationError) return EXIT_CODES.usage;
-  if (error instanceof KclError && error.code === 'SHUTDOWN') return EXIT_CODES.interrupted;
-  return EXIT_CODES.failed;
 }
 
 function reportError(io: CliIo, json: boolean, command: string, exitCode: ExitCode, message: string): void {

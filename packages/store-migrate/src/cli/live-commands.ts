@@ -57,6 +57,7 @@ export async function runLiveStart(context: CommandContext): Promise<ExitCode> {
         `${formatCount(report.changing)} (mirroring brings them over; \`kcl-migrate status\` shows any copy still behind)`,
       ],
       ['deleted since listed', `${formatCount(report.gone)} (not copied)`],
+      ...unreadableRow(report.unreadable.length),
     ])}
 
 The target is guarded: a worker started on the plain target store stops until the cut-over.
@@ -92,6 +93,7 @@ export async function runStatus(context: CommandContext): Promise<ExitCode> {
         `${formatCount(status.unmovedLeases)} (copies: ${status.copiesInSync} in sync, ${status.copiesBehind} behind, ${status.copiesMissing} missing)`,
       ],
       ['target leases', formatCount(status.targetLeases)],
+      ...unreadableRow(status.unreadableSourceRows.length),
     ])}`,
   );
   if (status.workers.length > 0) {
@@ -192,6 +194,18 @@ Workers still on the plain source store stop with ApplicationMigratedError.`,
   if (report.takenSeals.length === 0) return EXIT_CODES.ok;
   warn(context, takenSealsWarning(report.takenSeals));
   return EXIT_CODES.differences;
+}
+
+/** A summary row for source lease rows that cannot be read, when there are any. */
+function unreadableRow(count: number): Array<[string, string]> {
+  return count === 0
+    ? []
+    : [
+        [
+          'unreadable source rows',
+          `${formatCount(count)} (not copied; fix or delete them before the cut-over, which refuses to run while they are there)`,
+        ],
+      ];
 }
 
 function takenSealsWarning(takenSeals: readonly TakenSeal[]): string {

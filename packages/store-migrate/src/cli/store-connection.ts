@@ -1,10 +1,9 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LeaseStore } from '@kcl/core';
-import type { DynamoLeaseTableLayout } from '@kcl/store-dynamo';
-import type { AnyKysely } from '@kcl/store-sql';
+import type { LeaseStoreLocation } from '@kcl/stores';
+import { describeLeaseStoreLocation, openLeaseStore } from '@kcl/stores';
 
-// The drivers are loaded only for the stores in use, so `--help` and a SQLite-only run stay quick.
 export type StoreKind = 'dynamo' | 'postgres' | 'mysql' | 'sqlite';
 
 export const STORE_KINDS: readonly StoreKind[] = ['dynamo', 'postgres', 'mysql', 'sqlite'];
@@ -39,12 +38,12 @@ export interface StoreConnection {
 
 export interface OpenedStore {
   readonly kind: StoreKind;
+  /** The store; its `close()` also closes the connection the CLI opened for it. */
   readonly store: LeaseStore;
   /** Where the store is, without secrets: an endpoint and region, a URL without password, a file. */
   readonly location: string;
   /** The name a marker gives this store: its description and location. */
   readonly name: string;
-  close(): Promise<void>;
 }
 
 /** Problems with a side's settings, all of them, before anything is opened. */
@@ -102,29 +101,11 @@ function endpointOf(
   return connection.dynamoEndpoint ?? env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL;
 }
 
-/** Credentials for a local endpoint when none are configured (emulators only check that requests are signed). */
-function hasAwsCredentials(env: Readonly<Record<string, string | undefined>>): boolean {
-  return [
-    'AWS_ACCESS_KEY_ID',
-    'AWS_PROFILE',
-    'AWS_WEB_IDENTITY_TOKEN_FILE',
-    'AWS_CONTAINER_CREDENTIALS_FULL_URI',
-    'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
-  ].some((name) => env[name] !== undefined && env[name] !== '');
-}
-
-/** A URL with its password replaced, for output and markers. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
-}
-
-/** Builds the concrete store of one side. The CLI is the only place that knows the concrete stores. */
+/**
+ * Opens the store of one side through `openLeaseStore` of @kcl/stores, the one opener every kcl tool
+ * shares (it loads only the driver in use, so `--help` and a SQLite-only run stay quick). The store's
+ * `close()` also closes the connection opened for it.
+ */
 export async function openStore(
   side: 'from' | 'to',
   kind: StoreKind,
@@ -133,101 +114,69 @@ export async function openStore(
   env: Readonly<Record<string, string | undefined>>,
   poolSize: number,
 ): Promise<OpenedStore> {
+  const location = storeLocation(side, kind, connection, env, poolSize);
+  const store = await openLeaseStore(location, {
+    applicationName,
+    // Whether a local DynamoDB endpoint gets placeholder credentials depends on these variables.
+    environment: env,
+    // An idle connection the server drops must not crash the tool.
+    onPoolError: () => undefined,
+    // A call to an endpoint that stopped answering fails (and is retried) instead of stalling the run.
+    ...(kind === 'dynamo' ? { requestTimeoutMs: 15_000, connectionTimeoutMs: 5_000 } : {}),
+  });
+  const where = locationText(location);
+  return { kind, store, location: where, name: `${store.description} at ${where}` };
+}
+
+/** The location of one side, from its flags and the environment (checked by `connectionProblems`). */
+function storeLocation(
+  side: 'from' | 'to',
+  kind: StoreKind,
+  connection: StoreConnection,
+  env: Readonly<Record<string, string | undefined>>,
+  poolSize: number,
+): LeaseStoreLocation {
+  const sqlTable = connection.sqlTable === undefined ? {} : { tableName: connection.sqlTable };
   switch (kind) {
     case 'dynamo': {
-      const [{ DynamoDBClient }, { createDynamoLeaseStore }] = await Promise.all([
-        import('@aws-sdk/client-dynamodb'),
-        import('@kcl/store-dynamo'),
-      ]);
-      const region = regionOf(connection, env) as string;
       const endpoint = endpointOf(connection, env);
-      const client = new DynamoDBClient({
-        region,
-        ...(endpoint === undefined ? {} : { endpoint }),
-        ...(endpoint !== undefined && !hasAwsCredentials(env)
-          ? { credentials: { accessKeyId: 'AKIAKCLMIGRATELOCAL0', secretAccessKey: 'kcl-migrate-local' } }
-          : {}),
-        requestHandler: { requestTimeout: 15_000, connectionTimeout: 5_000 },
-      });
-      const store = createDynamoLeaseStore({
-        client,
-        applicationName,
-        ...(connection.dynamoTable === undefined ? {} : { tableName: connection.dynamoTable }),
-        ...(connection.dynamoLayout === undefined
-          ? {}
-          : { layout: connection.dynamoLayout as DynamoLeaseTableLayout }),
-      });
-      const location = `${endpoint ?? 'AWS'} (${region})`;
       return {
         kind,
-        store,
-        location,
-        name: `${store.description} at ${location}`,
-        close: async () => client.destroy(),
+        region: regionOf(connection, env) as string,
+        ...(endpoint === undefined ? {} : { endpoint }),
+        ...(connection.dynamoTable === undefined ? {} : { tableName: connection.dynamoTable }),
+        ...(connection.dynamoLayout === 'java' || connection.dynamoLayout === 'shared'
+          ? { layout: connection.dynamoLayout }
+          : {}),
       };
     }
-    case 'postgres': {
-      const [{ default: pg }, { Kysely, PostgresDialect }] = await Promise.all([
-        import('pg'),
-        import('kysely'),
-      ]);
-      const url = connection.postgresUrl as string;
-      const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 });
-      // An idle connection the server drops must not crash the tool.
-      pool.on('error', () => undefined);
-      return sqlStore(
+    case 'postgres':
+      return { kind, url: connection.postgresUrl as string, poolSize, ...sqlTable };
+    case 'mysql':
+      return { kind, url: connection.mysqlUrl as string, poolSize, ...sqlTable };
+    case 'sqlite':
+      // The source must exist: a store created by reading it would be an empty, wrong source.
+      return {
         kind,
-        new Kysely({ dialect: new PostgresDialect({ pool }) }),
-        applicationName,
-        connection,
-        redactUrl(url),
-      );
-    }
-    case 'mysql': {
-      const [{ createPool }, { Kysely, MysqlDialect }] = await Promise.all([
-        import('mysql2'),
-        import('kysely'),
-      ]);
-      const url = connection.mysqlUrl as string;
-      const pool = createPool({ uri: url, connectionLimit: poolSize, connectTimeout: 10_000 });
-      return sqlStore(
-        kind,
-        new Kysely({ dialect: new MysqlDialect({ pool }) }),
-        applicationName,
-        connection,
-        redactUrl(url),
-      );
-    }
-    case 'sqlite': {
-      const [{ default: Database }, { Kysely, SqliteDialect }, { configureSqliteLeaseDatabase }] =
-        await Promise.all([import('better-sqlite3'), import('kysely'), import('@kcl/store-sql')]);
-      const file = resolve(connection.sqliteFile as string);
-      const database = configureSqliteLeaseDatabase(
-        new Database(file, { timeout: 5_000, fileMustExist: side === 'from' }),
-      );
-      return sqlStore(
-        kind,
-        new Kysely({ dialect: new SqliteDialect({ database }) }),
-        applicationName,
-        connection,
-        file,
-      );
-    }
+        file: resolve(connection.sqliteFile as string),
+        mustExist: side === 'from',
+        ...sqlTable,
+      };
   }
 }
 
-async function sqlStore(
-  kind: StoreKind,
-  db: AnyKysely,
-  applicationName: string,
-  connection: StoreConnection,
-  location: string,
-): Promise<OpenedStore> {
-  const { createSqlLeaseStore } = await import('@kcl/store-sql');
-  const store = createSqlLeaseStore({
-    db,
-    applicationName,
-    ...(connection.sqlTable === undefined ? {} : { tableName: connection.sqlTable }),
-  });
-  return { kind, store, location, name: `${store.description} at ${location}`, close: () => db.destroy() };
+/**
+ * Where a side's store is, without secrets, as kcl-migrate has always shown it (a marker names the
+ * target by its description and this): an endpoint and region, a URL without its password, a file.
+ */
+function locationText(location: LeaseStoreLocation): string {
+  switch (location.kind) {
+    case 'dynamo':
+      return `${location.endpoint ?? 'AWS'} (${location.region})`;
+    case 'sqlite':
+      return location.file;
+    case 'postgres':
+    case 'mysql':
+      return describeLeaseStoreLocation(location);
+  }
 }

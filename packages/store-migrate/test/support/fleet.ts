@@ -2,6 +2,7 @@ import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { Consumer, ConsumerOptions, RecordProcessor } from '@kcl/consumer';
 import { createConsumer } from '@kcl/consumer';
 import type { KclEvent, LeaseStore } from '@kcl/core';
+import { FLEET_TIMINGS } from '@kcl/testkit';
 
 /** One processRecords call: who processed which records of which shard, and when (ms since the test began). */
 export interface ProcessedBatch {
@@ -12,18 +13,8 @@ export interface ProcessedBatch {
   readonly endedAt: number;
 }
 
-/** Short timings, so hand-overs and expiries happen within a test. */
-export const FAST_TIMING = {
-  leaseRenewIntervalMs: 200,
-  leaseExpiryMs: 700,
-  rebalanceIntervalMs: 150,
-  pollIntervalMs: 50,
-  parentPollIntervalMs: 100,
-  shardSyncIntervalMs: 1_000,
-  leaseCleanupIntervalMs: 500,
-  processingRetry: { initialMs: 20, maxMs: 200 },
-  kinesisRetry: { initialMs: 20, maxMs: 200 },
-} as const;
+/** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
+export const FAST_TIMING = FLEET_TIMINGS.fast;
 
 export interface FleetOptions {
   readonly streamName: string;

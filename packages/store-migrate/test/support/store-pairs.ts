@@ -47,8 +47,8 @@ export async function openStorePairs(): Promise<StorePairs> {
   if (postgres.available) postgresDatabase = await createPostgresDatabase();
 
   const withSchemas = async (pair: StorePair): Promise<StorePair> => {
-    await pair.from.ensureSchema();
-    await pair.to.ensureSchema();
+    await pair.from.admin.ensureSchema();
+    await pair.to.admin.ensureSchema();
     return pair;
   };
 

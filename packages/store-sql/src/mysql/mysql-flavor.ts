@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { isDuplicateKeyError } from '../sql-errors.js';
 import type { SqlFlavor } from '../sql-flavor.js';
-import type { SqlRow } from '../sql-lease-row.js';
+import { EMPTY_METADATA_JSON } from '../sql-lease-row.js';
 import { MAX_APPLICATION_NAME_LENGTH } from '../sql-lease-store-options.js';
 import {
+  addLeaseColumns,
   createLeaseTables,
   MAX_LEASE_KEY_LENGTH,
   MAX_SEQUENCE_NUMBER_LENGTH,
@@ -16,6 +17,7 @@ import {
   leaseMatch,
   selectLease,
 } from '../sql-statements.js';
+import type { SqlRow } from '../sql-types.js';
 
 /**
  * MySQL 8 and MariaDB 10.5+. Neither has `UPDATE … RETURNING` (MariaDB 10.11 has `RETURNING` for
@@ -31,14 +33,19 @@ import {
 const PREFERRED_COLLATIONS = ['utf8mb4_nopad_bin', 'utf8mb4_0900_bin'] as const;
 const FALLBACK_COLLATION = 'utf8mb4_bin';
 
+/** Text columns take the table's default collation, also when `ALTER TABLE` adds them later. */
+const COLUMN_TYPES: Omit<SqlColumnTypes, 'tableOptions'> = {
+  applicationName: sql`varchar(${sql.lit(MAX_APPLICATION_NAME_LENGTH)})`,
+  key: sql`varchar(${sql.lit(MAX_LEASE_KEY_LENGTH)})`,
+  sequenceNumber: sql`varchar(${sql.lit(MAX_SEQUENCE_NUMBER_LENGTH)})`,
+  hashKey: 'varchar(39)',
+  text: 'text',
+  counter: 'bigint',
+};
+
 function columnTypes(collation: string): SqlColumnTypes {
   return {
-    applicationName: sql`varchar(${sql.lit(MAX_APPLICATION_NAME_LENGTH)})`,
-    key: sql`varchar(${sql.lit(MAX_LEASE_KEY_LENGTH)})`,
-    sequenceNumber: sql`varchar(${sql.lit(MAX_SEQUENCE_NUMBER_LENGTH)})`,
-    hashKey: 'varchar(39)',
-    text: 'text',
-    counter: 'bigint',
+    ...COLUMN_TYPES,
     // The collation comes from the fixed list above, never from input. The composite keys use
     // (255 + 512) × 4 = 3,068 bytes, inside InnoDB's 3,072-byte limit for DYNAMIC rows.
     tableOptions: sql`engine = InnoDB default charset = utf8mb4 collate = ${sql.raw(collation)} row_format = dynamic`,
@@ -56,6 +63,19 @@ export const mysqlFlavor: SqlFlavor = {
     const available = new Set(rows.map((row) => row.name));
     const collation = PREFERRED_COLLATIONS.find((name) => available.has(name)) ?? FALLBACK_COLLATION;
     await createLeaseTables(db, tables, columnTypes(collation));
+  },
+
+  async upgradeTables(db, tables) {
+    // MySQL 8 has no `add column if not exists` (MariaDB has): look first. The Migrator's GET_LOCK
+    // keeps other workers out meanwhile; each ALTER commits on its own, so a run that stopped
+    // half-way resumes with the columns still missing. Adding a nullable column at the end is an
+    // instant change on InnoDB (MySQL 8.0.12+, MariaDB 10.3+), but it waits for a metadata lock.
+    const { rows } = await sql<{ name: string }>`select ${sql.ref('COLUMN_NAME')} as ${sql.ref('name')}
+      from ${sql.table('information_schema.COLUMNS')}
+      where ${sql.ref('TABLE_SCHEMA')} = database() and ${sql.ref('TABLE_NAME')} = ${tables.leases}`.execute(
+      db,
+    );
+    await addLeaseColumns(db, tables, COLUMN_TYPES, new Set(rows.map((row) => row.name)));
   },
 
   async insertLease(db, tables, values) {
@@ -126,17 +146,36 @@ export const mysqlFlavor: SqlFlavor = {
   },
 
   async heartbeatWorker(db, tables, values) {
-    // LAST_INSERT_ID(expr) hands the incremented value back in the OK packet: one statement, no read.
-    const result = await sql`insert into ${sql.table(tables.workers)}
+    const upsert = (metadata: string | null) => sql`insert into ${sql.table(tables.workers)}
         (${sql.ref('application_name')}, ${sql.ref('worker_id')}, ${sql.ref('heartbeat')}, ${sql.ref('last_heartbeat_at_ms')}, ${sql.ref('metadata')})
-      values (${values.application_name}, ${values.worker_id}, 1, ${values.last_heartbeat_at_ms}, ${values.metadata})
+      values (${values.application_name}, ${values.worker_id}, 1, ${values.last_heartbeat_at_ms}, ${metadata ?? EMPTY_METADATA_JSON})
       on duplicate key update
         ${sql.ref('heartbeat')} = last_insert_id(${sql.ref('heartbeat')} + 1),
-        ${sql.ref('last_heartbeat_at_ms')} = ${values.last_heartbeat_at_ms},
-        ${sql.ref('metadata')} = ${values.metadata}`.execute(db);
+        ${sql.ref('last_heartbeat_at_ms')} = ${values.last_heartbeat_at_ms}
+        ${metadata === null ? sql`` : sql`, ${sql.ref('metadata')} = ${metadata}`}`;
+    const metadata = values.metadata;
+    if (metadata === null) {
+      // The metadata kept must be read back, inside the transaction so the row lock the upsert took
+      // keeps another heartbeat from changing it first: begin, upsert, select, commit.
+      return db.transaction().execute(async (transaction) => {
+        await upsert(null).execute(transaction);
+        const { rows } = await sql<SqlRow>`select ${sql.ref('heartbeat')}, ${sql.ref('metadata')}
+          from ${sql.table(tables.workers)}
+          where ${sql.ref('application_name')} = ${values.application_name} and ${sql.ref('worker_id')} = ${values.worker_id}`.execute(
+          transaction,
+        );
+        const row = rows[0];
+        if (row === undefined) throw new Error('the worker row was not found after its heartbeat upsert');
+        return row;
+      });
+    }
+    // LAST_INSERT_ID(expr) hands the incremented value back in the OK packet: one statement, no read.
+    const result = await upsert(metadata).execute(db);
     // One affected row: inserted (heartbeat 1). Two: an existing row was updated.
-    if (result.numAffectedRows === 1n) return 1;
-    if (result.numAffectedRows === 2n && result.insertId !== undefined) return Number(result.insertId);
+    if (result.numAffectedRows === 1n) return { heartbeat: 1, metadata };
+    if (result.numAffectedRows === 2n && result.insertId !== undefined) {
+      return { heartbeat: Number(result.insertId), metadata };
+    }
     throw new Error(
       `unexpected result of the heartbeat upsert: ${String(result.numAffectedRows)} affected rows, insert id ${String(result.insertId)}`,
     );

@@ -1,15 +1,16 @@
 import { sql } from 'kysely';
 import type { SqlFlavor } from '../sql-flavor.js';
-import type { SqlRow } from '../sql-lease-row.js';
 import { LEASE_COLUMNS } from '../sql-lease-row.js';
 import { MAX_APPLICATION_NAME_LENGTH } from '../sql-lease-store-options.js';
-import { insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
+import { heartbeatReturning, insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
 import {
+  addLeaseColumns,
   createLeaseTables,
   MAX_LEASE_KEY_LENGTH,
   MAX_SEQUENCE_NUMBER_LENGTH,
   type SqlColumnTypes,
 } from '../sql-schema.js';
+import type { SqlRow } from '../sql-types.js';
 
 /**
  * PostgreSQL: `RETURNING` on every write, so each lease operation is one statement and one round
@@ -31,6 +32,9 @@ export const postgresFlavor: SqlFlavor = {
 
   createTables: (db, tables) => createLeaseTables(db, tables, COLUMN_TYPES),
 
+  // `add column if not exists`, in the transaction and under the advisory lock the Migrator holds.
+  upgradeTables: (db, tables) => addLeaseColumns(db, tables, COLUMN_TYPES, null),
+
   insertLease: insertLeaseReturning,
 
   updateLease: updateLeaseReturning,
@@ -48,17 +52,7 @@ export const postgresFlavor: SqlFlavor = {
     return { renewed: rows, existingKeys: undefined };
   },
 
-  async heartbeatWorker(db, tables, values) {
-    const { rows } = await sql<{ heartbeat: string | number }>`insert into ${sql.table(tables.workers)}
-        (${sql.ref('application_name')}, ${sql.ref('worker_id')}, ${sql.ref('heartbeat')}, ${sql.ref('last_heartbeat_at_ms')}, ${sql.ref('metadata')})
-      values (${values.application_name}, ${values.worker_id}, 1, ${values.last_heartbeat_at_ms}, ${values.metadata})
-      on conflict (${sql.ref('application_name')}, ${sql.ref('worker_id')}) do update set
-        ${sql.ref('heartbeat')} = ${sql.ref(`${tables.workers}.heartbeat`)} + 1,
-        ${sql.ref('last_heartbeat_at_ms')} = ${sql.ref('excluded.last_heartbeat_at_ms')},
-        ${sql.ref('metadata')} = ${sql.ref('excluded.metadata')}
-      returning ${sql.ref('heartbeat')}`.execute(db);
-    return Number(rows[0]?.heartbeat);
-  },
+  heartbeatWorker: heartbeatReturning,
 
   async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
     await sql`insert into ${sql.table(tables.applications)}

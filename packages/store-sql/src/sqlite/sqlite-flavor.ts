@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import type { SqlFlavor } from '../sql-flavor.js';
-import type { SqlRow } from '../sql-lease-row.js';
-import { insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
+import { heartbeatReturning, insertLeaseReturning, updateLeaseReturning } from '../sql-returning-writes.js';
 import type { SqlColumnTypes } from '../sql-schema.js';
-import { createLeaseTables } from '../sql-schema.js';
+import { addLeaseColumns, createLeaseTables } from '../sql-schema.js';
 import { leaseColumnList, leaseKeysIn } from '../sql-statements.js';
+import type { SqlRow } from '../sql-types.js';
 
 /**
  * SQLite (3.35 or later): `RETURNING` and `ON CONFLICT` upserts, so each lease operation is one
@@ -28,6 +28,15 @@ export const sqliteFlavor: SqlFlavor = {
 
   createTables: (db, tables) => createLeaseTables(db, tables, COLUMN_TYPES),
 
+  async upgradeTables(db, tables) {
+    // SQLite adds one column per statement, and processes share no migration lock: a column another
+    // process adds first is taken as added (see addLeaseColumns).
+    const { rows } = await sql<{
+      name: string;
+    }>`select ${sql.ref('name')} from pragma_table_info(${tables.leases})`.execute(db);
+    await addLeaseColumns(db, tables, COLUMN_TYPES, new Set(rows.map((row) => row.name)));
+  },
+
   insertLease: insertLeaseReturning,
 
   updateLease: updateLeaseReturning,
@@ -44,17 +53,7 @@ export const sqliteFlavor: SqlFlavor = {
     return { renewed: rows, existingKeys: undefined };
   },
 
-  async heartbeatWorker(db, tables, values) {
-    const { rows } = await sql<{ heartbeat: number }>`insert into ${sql.table(tables.workers)}
-        (${sql.ref('application_name')}, ${sql.ref('worker_id')}, ${sql.ref('heartbeat')}, ${sql.ref('last_heartbeat_at_ms')}, ${sql.ref('metadata')})
-      values (${values.application_name}, ${values.worker_id}, 1, ${values.last_heartbeat_at_ms}, ${values.metadata})
-      on conflict (${sql.ref('application_name')}, ${sql.ref('worker_id')}) do update set
-        ${sql.ref('heartbeat')} = ${sql.ref('heartbeat')} + 1,
-        ${sql.ref('last_heartbeat_at_ms')} = ${sql.ref('excluded.last_heartbeat_at_ms')},
-        ${sql.ref('metadata')} = ${sql.ref('excluded.metadata')}
-      returning ${sql.ref('heartbeat')}`.execute(db);
-    return Number(rows[0]?.heartbeat);
-  },
+  heartbeatWorker: heartbeatReturning,
 
   async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
     await sql`insert into ${sql.table(tables.applications)}
