@@ -1,12 +1,12 @@
 import { hostname } from 'node:os';
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { Clock, KclEventListener, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { ConfigurationError } from '@kcl/core';
+import { noopLogger, OptionProblems, systemClock, systemRandom } from '@kcl/core';
 import type { MetricsLevel, MetricsSink } from './metrics/metrics-sink.js';
 import { METRICS_LEVELS } from './metrics/metrics-sink.js';
-import type { PipelineOptions } from './pipeline/pipeline-options.js';
-import { validatePipelineOptions } from './pipeline/pipeline-options.js';
-import type { ProcessingErrorHandler, RecordProcessorFactory } from './record-processor.js';
+import type { PipelineOptions, ResolvedPipelineOptions } from './pipeline/pipeline-options.js';
+import { resolvePipelineOptions } from './pipeline/pipeline-options.js';
+import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
 
 /** Where a new application starts reading each shard. */
 export type InitialPosition = 'TRIM_HORIZON' | 'LATEST' | { readonly timestamp: Date };
@@ -20,6 +20,15 @@ export interface KinesisClientSettings {
     readonly secretAccessKey: string;
     readonly sessionToken?: string;
   };
+}
+
+/**
+ * A client, as opposed to settings for one. Recognised by its `send` method rather than `instanceof`:
+ * an application's `@aws-sdk/client-kinesis` may be another copy than the one kcl resolves, and its
+ * client must still be used as given (not mistaken for settings and replaced by a default client).
+ */
+export function isKinesisClient(value: KinesisClient | KinesisClientSettings): value is KinesisClient {
+  return typeof (value as { send?: unknown }).send === 'function';
 }
 
 export interface ConsumerOptions {
@@ -135,190 +144,242 @@ export const CONSUMER_DEFAULTS = {
 const ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/;
 const STREAM_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
+/**
+ * Everything `createConsumer` takes from its options, checked once: the settings, and the parts it
+ * is given (processor or pipeline, metrics sink, clock, logger, random source).
+ */
+export interface ConsumerSetup {
+  readonly options: ResolvedConsumerOptions;
+  /** The processor factory, or null when the consumer runs `pipeline`. */
+  readonly processor: RecordProcessorFactory | null;
+  /** The pipeline options, resolved, or null when the consumer runs `processor`. */
+  readonly pipeline: ResolvedPipelineOptions | null;
+  readonly onProcessingError: ProcessingErrorHandler | null;
+  readonly metrics: MetricsSink | null;
+  readonly metricsLevel: MetricsLevel | undefined;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly random: RandomSource;
+}
+
 /** Checks every option and fills in defaults; throws one `ConfigurationError` listing every problem. */
 export function resolveConsumerOptions(
   options: ConsumerOptions,
-  random: RandomSource,
+  random: RandomSource = options?.random ?? systemRandom,
 ): ResolvedConsumerOptions {
-  const problems: string[] = [];
-  const given = (options ?? {}) as Partial<ConsumerOptions>;
+  return resolveConsumerSetup(options, random).options;
+}
 
+/**
+ * `resolveConsumerOptions`, and the parts `createConsumer` is given, checked in the same round (one
+ * `ConfigurationError` for all). `workerRandom` draws the default worker id.
+ */
+export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: RandomSource): ConsumerSetup {
+  const check = new OptionProblems('@kcl/consumer createConsumer');
+  const given = (options ?? {}) as Partial<ConsumerOptions>;
+  const streamIdentity = checkStream(check, given);
+  const applicationName = check.string(
+    'applicationName',
+    given.applicationName,
+    undefined,
+    'it names the application whose leases the store holds',
+  );
+  checkLeaseStore(check, given, applicationName);
+  const workerId = given.workerId === undefined ? undefined : check.string('workerId', given.workerId);
+  if (given.kinesis === undefined || given.kinesis === null || typeof given.kinesis !== 'object') {
+    check.add('kinesis is required: a KinesisClient or { region, endpoint?, credentials? }');
+  }
+
+  let pipeline: ResolvedPipelineOptions | null = null;
+  if (given.processor !== undefined && given.pipeline !== undefined) {
+    check.add('processor and pipeline are both set: give exactly one');
+  } else if (given.pipeline !== undefined) {
+    pipeline = resolvePipelineOptions(given.pipeline, check.within('pipeline'));
+  } else if (typeof given.processor !== 'function') {
+    check.add('processor (a function (shardId, context) => RecordProcessor) or pipeline is required');
+  }
+  const metrics = check.optionalObjectWith<MetricsSink>(
+    'metrics',
+    given.metrics,
+    ['record'],
+    'a MetricsSink, e.g. createCloudWatchMetricsSink(…)',
+  );
+  const metricsLevel =
+    given.metricsLevel === undefined
+      ? undefined
+      : check.oneOf('metricsLevel', given.metricsLevel, METRICS_LEVELS, 'DETAILED');
+  const initialPosition = checkInitialPosition(check, given.initialPosition);
+
+  const leaseRenewIntervalMs = check.integer(
+    'leaseRenewIntervalMs',
+    given.leaseRenewIntervalMs,
+    CONSUMER_DEFAULTS.leaseRenewIntervalMs,
+    { min: 1 },
+  );
+  const leaseExpiryMs = check.integer('leaseExpiryMs', given.leaseExpiryMs, CONSUMER_DEFAULTS.leaseExpiryMs, {
+    min: 1,
+  });
+  if (leaseExpiryMs <= leaseRenewIntervalMs) {
+    check.add(
+      `leaseExpiryMs (${leaseExpiryMs}) must exceed leaseRenewIntervalMs (${leaseRenewIntervalMs}), or every lease expires before it is renewed; 1.5 × the renew interval is typical`,
+    );
+  }
+  const storeCallTimeoutMs = check.integer(
+    'storeCallTimeoutMs',
+    given.storeCallTimeoutMs,
+    Math.min(CONSUMER_DEFAULTS.storeCallTimeoutMs, leaseRenewIntervalMs),
+    { min: 1 },
+  );
+  if (given.storeCallTimeoutMs !== undefined && storeCallTimeoutMs >= leaseExpiryMs) {
+    check.add(
+      `storeCallTimeoutMs (${storeCallTimeoutMs}) must be below leaseExpiryMs (${leaseExpiryMs}): a renewal that may take longer than the lease lasts cannot keep it`,
+    );
+  }
+  const integerOption = (name: IntegerOption, min = 1): number =>
+    check.integer(name, given[name], CONSUMER_DEFAULTS[name], { min });
+  const settings = {
+    rebalanceIntervalMs: integerOption('rebalanceIntervalMs'),
+    maxLeasesToSteal: integerOption('maxLeasesToSteal', 0),
+    maxLeasesForWorker:
+      check.optionalInteger('maxLeasesForWorker', given.maxLeasesForWorker, { min: 1 }) ??
+      CONSUMER_DEFAULTS.maxLeasesForWorker,
+    pollIntervalMs: integerOption('pollIntervalMs', 0),
+    maxRecords: check.integer('maxRecords', given.maxRecords, CONSUMER_DEFAULTS.maxRecords, {
+      min: 1,
+      max: 10_000,
+    }),
+    parentPollIntervalMs: integerOption('parentPollIntervalMs'),
+    shardSyncIntervalMs: integerOption('shardSyncIntervalMs'),
+    leaseCleanupIntervalMs: integerOption('leaseCleanupIntervalMs'),
+    shutdownTimeoutMs: integerOption('shutdownTimeoutMs', 0),
+    kinesisCallTimeoutMs: integerOption('kinesisCallTimeoutMs'),
+  };
+  const processingRetry = check.retryDelays('processingRetry', given.processingRetry, {
+    initialMs: 500,
+    maxMs: 30_000,
+  });
+  const kinesisRetry = check.retryDelays('kinesisRetry', given.kinesisRetry, {
+    initialMs: 200,
+    maxMs: 10_000,
+  });
+  const onProcessingError = check.optionalFunction<ProcessingErrorHandler>(
+    'onProcessingError',
+    given.onProcessingError,
+    '(error, context) => "retry" | "skip"',
+  );
+  check.signal('signal', given.signal);
+  const clock = check.clock('clock', given.clock, systemClock);
+  const logger = check.logger('logger', given.logger, noopLogger);
+  const random = check.random('random', given.random, systemRandom);
+  check.throwIfAny();
+
+  return {
+    options: {
+      streamIdentity: streamIdentity as ResolvedConsumerOptions['streamIdentity'],
+      applicationName,
+      workerId: workerId ?? defaultWorkerId(workerRandom ?? random),
+      initialPosition,
+      leaseRenewIntervalMs,
+      leaseExpiryMs,
+      ...settings,
+      storeCallTimeoutMs,
+      callProcessRecordsEvenForEmptyRecordList: given.callProcessRecordsEvenForEmptyRecordList ?? false,
+      processingRetry,
+      kinesisRetry,
+    },
+    processor: pipeline === null ? (given.processor as RecordProcessorFactory) : null,
+    pipeline,
+    onProcessingError: onProcessingError ?? null,
+    metrics: metrics ?? null,
+    metricsLevel,
+    clock,
+    logger,
+    random,
+  };
+}
+
+/** The options checked with `integerOption`: whole numbers with a default. */
+type IntegerOption =
+  | 'rebalanceIntervalMs'
+  | 'maxLeasesToSteal'
+  | 'pollIntervalMs'
+  | 'parentPollIntervalMs'
+  | 'shardSyncIntervalMs'
+  | 'leaseCleanupIntervalMs'
+  | 'shutdownTimeoutMs'
+  | 'kinesisCallTimeoutMs';
+
+/** Exactly one of `streamName` and `streamArn`, well formed. */
+function checkStream(
+  check: OptionProblems,
+  given: Partial<ConsumerOptions>,
+): ResolvedConsumerOptions['streamIdentity'] | null {
   const hasName = given.streamName !== undefined;
   const hasArn = given.streamArn !== undefined;
   if (hasName === hasArn) {
-    problems.push(
+    check.add(
       hasName
         ? 'streamName and streamArn are both set: give exactly one'
         : 'streamName or streamArn is required (the stream to consume)',
     );
-  } else if (hasName && (typeof given.streamName !== 'string' || !STREAM_NAME.test(given.streamName))) {
-    problems.push(
+    return null;
+  }
+  if (hasName) {
+    if (typeof given.streamName === 'string' && STREAM_NAME.test(given.streamName)) {
+      return { streamName: given.streamName };
+    }
+    check.add(
       `streamName ${JSON.stringify(given.streamName)} is not a valid stream name (1–128 of A–Z a–z 0–9 _ . -)`,
     );
-  } else if (hasArn && (typeof given.streamArn !== 'string' || !ARN.test(given.streamArn))) {
-    problems.push(
-      `streamArn ${JSON.stringify(given.streamArn)} is not a Kinesis stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)`,
-    );
+    return null;
   }
+  if (typeof given.streamArn === 'string' && ARN.test(given.streamArn)) return { streamArn: given.streamArn };
+  check.add(
+    `streamArn ${JSON.stringify(given.streamArn)} is not a Kinesis stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)`,
+  );
+  return null;
+}
 
-  if (typeof given.applicationName !== 'string' || given.applicationName.trim() === '') {
-    problems.push('applicationName is required: it names the application whose leases the store holds');
-  } else if (given.leaseStore !== undefined && given.leaseStore.applicationName !== given.applicationName) {
-    problems.push(
-      `leaseStore is bound to application ${JSON.stringify(given.leaseStore.applicationName)} but applicationName is ${JSON.stringify(given.applicationName)}: create the store with the same applicationName`,
-    );
-  }
-  if (given.workerId !== undefined && (typeof given.workerId !== 'string' || given.workerId.trim() === '')) {
-    problems.push('workerId must be a non-empty string when given');
-  }
-  if (given.kinesis === undefined || given.kinesis === null || typeof given.kinesis !== 'object') {
-    problems.push('kinesis is required: a KinesisClient or { region, endpoint?, credentials? }');
-  }
-  if (given.leaseStore === undefined || given.leaseStore === null) {
-    problems.push(
+/** A v2 `LeaseStore`, bound to the same application. */
+function checkLeaseStore(
+  check: OptionProblems,
+  given: Partial<ConsumerOptions>,
+  applicationName: string,
+): void {
+  const store = given.leaseStore;
+  if (store === undefined || store === null) {
+    check.add(
       'leaseStore is required: any LeaseStore, e.g. createSqlLeaseStore(…) or createDynamoLeaseStore(…)',
     );
-  } else if (given.leaseStore.specificationVersion !== 'v1') {
-    problems.push(
-      `leaseStore implements specification ${JSON.stringify(given.leaseStore.specificationVersion)}; this consumer needs v1`,
+    return;
+  }
+  if (applicationName !== '' && store.applicationName !== applicationName) {
+    check.add(
+      `leaseStore is bound to application ${JSON.stringify(store.applicationName)} but applicationName is ${JSON.stringify(applicationName)}: create the store with the same applicationName`,
     );
   }
-
-  if (given.processor !== undefined && given.pipeline !== undefined) {
-    problems.push('processor and pipeline are both set: give exactly one');
-  } else if (given.pipeline !== undefined) {
-    problems.push(...validatePipelineOptions(given.pipeline));
-  } else if (typeof given.processor !== 'function') {
-    problems.push('processor (a function (shardId, context) => RecordProcessor) or pipeline is required');
-  }
-  if (given.metrics !== undefined && (given.metrics === null || typeof given.metrics.record !== 'function')) {
-    problems.push(
-      'metrics must be a MetricsSink: an object with record(datum), e.g. createCloudWatchMetricsSink(…)',
+  if (store.specificationVersion !== 'v2') {
+    check.add(
+      `leaseStore implements the LeaseStore specification ${JSON.stringify(store.specificationVersion)}; this consumer needs v2: use store packages of the same kcl release`,
     );
   }
-  if (given.metricsLevel !== undefined && !METRICS_LEVELS.includes(given.metricsLevel)) {
-    problems.push(
-      `metricsLevel must be one of ${METRICS_LEVELS.join(', ')}, got ${JSON.stringify(given.metricsLevel)}`,
+}
+
+function checkInitialPosition(check: OptionProblems, given: InitialPosition | undefined): InitialPosition {
+  const position = given ?? CONSUMER_DEFAULTS.initialPosition;
+  const valid =
+    position === 'TRIM_HORIZON' ||
+    position === 'LATEST' ||
+    (typeof position === 'object' &&
+      position !== null &&
+      position.timestamp instanceof Date &&
+      !Number.isNaN(position.timestamp.getTime()));
+  if (!valid) {
+    check.add(
+      `initialPosition ${JSON.stringify(position)} must be 'TRIM_HORIZON', 'LATEST' or { timestamp: Date }`,
     );
   }
-
-  const initialPosition = given.initialPosition ?? CONSUMER_DEFAULTS.initialPosition;
-  if (
-    initialPosition !== 'TRIM_HORIZON' &&
-    initialPosition !== 'LATEST' &&
-    !(
-      typeof initialPosition === 'object' &&
-      initialPosition !== null &&
-      initialPosition.timestamp instanceof Date &&
-      !Number.isNaN(initialPosition.timestamp.getTime())
-    )
-  ) {
-    problems.push(
-      `initialPosition ${JSON.stringify(initialPosition)} must be 'TRIM_HORIZON', 'LATEST' or { timestamp: Date }`,
-    );
-  }
-
-  const integer = (
-    name: keyof ConsumerOptions,
-    fallback: number,
-    min: number,
-    max = Number.MAX_SAFE_INTEGER,
-  ): number => {
-    const value = given[name];
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      problems.push(
-        `${String(name)} must be an integer from ${min} to ${max === Number.MAX_SAFE_INTEGER ? '∞' : max}, got ${JSON.stringify(value)}`,
-      );
-      return fallback;
-    }
-    return value;
-  };
-  const leaseRenewIntervalMs = integer('leaseRenewIntervalMs', CONSUMER_DEFAULTS.leaseRenewIntervalMs, 1);
-  const leaseExpiryMs = integer('leaseExpiryMs', CONSUMER_DEFAULTS.leaseExpiryMs, 1);
-  if (leaseExpiryMs <= leaseRenewIntervalMs) {
-    problems.push(
-      `leaseExpiryMs (${leaseExpiryMs}) must exceed leaseRenewIntervalMs (${leaseRenewIntervalMs}), or every lease expires before it is renewed; 1.5 × the renew interval is typical`,
-    );
-  }
-  const rebalanceIntervalMs = integer('rebalanceIntervalMs', CONSUMER_DEFAULTS.rebalanceIntervalMs, 1);
-  const maxLeasesToSteal = integer('maxLeasesToSteal', CONSUMER_DEFAULTS.maxLeasesToSteal, 0);
-  const maxLeasesForWorker =
-    given.maxLeasesForWorker === undefined
-      ? CONSUMER_DEFAULTS.maxLeasesForWorker
-      : integer('maxLeasesForWorker', 0, 1);
-  const pollIntervalMs = integer('pollIntervalMs', CONSUMER_DEFAULTS.pollIntervalMs, 0);
-  const maxRecords = integer('maxRecords', CONSUMER_DEFAULTS.maxRecords, 1, 10_000);
-  const parentPollIntervalMs = integer('parentPollIntervalMs', CONSUMER_DEFAULTS.parentPollIntervalMs, 1);
-  const shardSyncIntervalMs = integer('shardSyncIntervalMs', CONSUMER_DEFAULTS.shardSyncIntervalMs, 1);
-  const leaseCleanupIntervalMs = integer(
-    'leaseCleanupIntervalMs',
-    CONSUMER_DEFAULTS.leaseCleanupIntervalMs,
-    1,
-  );
-  const shutdownTimeoutMs = integer('shutdownTimeoutMs', CONSUMER_DEFAULTS.shutdownTimeoutMs, 0);
-  const storeCallTimeoutMs = integer(
-    'storeCallTimeoutMs',
-    Math.min(CONSUMER_DEFAULTS.storeCallTimeoutMs, leaseRenewIntervalMs),
-    1,
-  );
-  if (given.storeCallTimeoutMs !== undefined && storeCallTimeoutMs >= leaseExpiryMs) {
-    problems.push(
-      `storeCallTimeoutMs (${storeCallTimeoutMs}) must be below leaseExpiryMs (${leaseExpiryMs}): a renewal that may take longer than the lease lasts cannot keep it`,
-    );
-  }
-  const kinesisCallTimeoutMs = integer('kinesisCallTimeoutMs', CONSUMER_DEFAULTS.kinesisCallTimeoutMs, 1);
-
-  const retry = (name: 'processingRetry' | 'kinesisRetry', initialMs: number, maxMs: number) => {
-    const value = given[name];
-    const resolved = { initialMs: value?.initialMs ?? initialMs, maxMs: value?.maxMs ?? maxMs };
-    if (
-      !Number.isFinite(resolved.initialMs) ||
-      resolved.initialMs <= 0 ||
-      !Number.isFinite(resolved.maxMs) ||
-      resolved.maxMs < resolved.initialMs
-    ) {
-      problems.push(`${name} needs 0 < initialMs ≤ maxMs, got ${JSON.stringify(value)}`);
-      return { initialMs, maxMs };
-    }
-    return resolved;
-  };
-  const processingRetry = retry('processingRetry', 500, 30_000);
-  const kinesisRetry = retry('kinesisRetry', 200, 10_000);
-
-  if (given.onProcessingError !== undefined && typeof given.onProcessingError !== 'function') {
-    problems.push('onProcessingError must be a function (error, context) => "retry" | "skip"');
-  }
-  if (given.signal !== undefined && !(given.signal instanceof AbortSignal)) {
-    problems.push('signal must be an AbortSignal');
-  }
-
-  if (problems.length > 0) throw new ConfigurationError('@kcl/consumer createConsumer', problems);
-
-  return {
-    streamIdentity: hasName
-      ? { streamName: given.streamName as string }
-      : { streamArn: given.streamArn as string },
-    applicationName: given.applicationName as string,
-    workerId: given.workerId ?? defaultWorkerId(random),
-    initialPosition,
-    leaseRenewIntervalMs,
-    leaseExpiryMs,
-    rebalanceIntervalMs,
-    maxLeasesToSteal,
-    maxLeasesForWorker,
-    pollIntervalMs,
-    maxRecords,
-    parentPollIntervalMs,
-    shardSyncIntervalMs,
-    leaseCleanupIntervalMs,
-    shutdownTimeoutMs,
-    storeCallTimeoutMs,
-    kinesisCallTimeoutMs,
-    callProcessRecordsEvenForEmptyRecordList: given.callProcessRecordsEvenForEmptyRecordList ?? false,
-    processingRetry,
-    kinesisRetry,
-  };
+  return position;
 }
 
 function defaultWorkerId(random: RandomSource): string {

@@ -1,18 +1,19 @@
 import { KinesisClient } from '@aws-sdk/client-kinesis';
-import type { KclEvent, KclEventListener } from '@kcl/core';
-import { noopLogger, systemClock, systemRandom } from '@kcl/core';
+import type { KclEvent, KclEventListener, LifecycleState } from '@kcl/core';
+import { guardLeaseStore, Lifecycle } from '@kcl/core';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { ConsumerOptions } from './consumer-options.js';
-import { resolveConsumerOptions } from './consumer-options.js';
-import { KinesisStream } from './kinesis-stream.js';
-import { createLeasePlanner } from './lease-planner.js';
+import { isKinesisClient, resolveConsumerSetup } from './consumer-options.js';
+import { KinesisStream } from './kinesis/kinesis-stream.js';
+import { createLeasePlanner } from './leases/lease-planner.js';
+import { withStoreDeadlines } from './leases/store-deadlines.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
-import { createPipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
-import type { RecordProcessorFactory } from './record-processor.js';
-import { withStoreDeadlines } from './store-deadlines.js';
-import { type LeaseStatus, Worker } from './worker.js';
+import { pipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
+import type { RecordProcessorFactory } from './processing/record-processor.js';
+import type { LeaseStatus } from './processing/shard-consumers.js';
+import { Worker } from './worker.js';
 
-export type ConsumerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+export type ConsumerState = LifecycleState;
 
 export interface ConsumerStatus {
   readonly workerId: string;
@@ -52,21 +53,19 @@ export interface Consumer {
  * ```
  */
 export function createConsumer(options: ConsumerOptions): Consumer {
-  const random = options?.random ?? systemRandom;
-  const resolved = resolveConsumerOptions(options, random);
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? noopLogger;
-  options.metrics?.attach?.({
+  const setup = resolveConsumerSetup(options);
+  const { options: resolved, clock, logger, random } = setup;
+  setup.metrics?.attach?.({
     applicationName: resolved.applicationName,
     workerId: resolved.workerId,
     clock,
     logger,
   });
-  const metrics = new WorkerMetrics(options.metrics ?? null, resolved.workerId, options.metricsLevel);
+  const metrics = new WorkerMetrics(setup.metrics, resolved.workerId, setup.metricsLevel);
   const processorFactory: RecordProcessorFactory =
-    options.pipeline !== undefined
-      ? createPipelineProcessorFactory(options.pipeline, { clock, random, logger })
-      : (options.processor as RecordProcessorFactory);
+    setup.pipeline !== null
+      ? pipelineProcessorFactory(setup.pipeline, { clock, random, logger })
+      : (setup.processor as RecordProcessorFactory);
   const listeners = new Set<KclEventListener>();
   if (options.onEvent !== undefined) listeners.add(options.onEvent);
   const emit = (event: KclEvent): void => {
@@ -80,36 +79,43 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     }
   };
 
-  const ownsClient = !(options.kinesis instanceof KinesisClient);
-  const kinesis =
-    options.kinesis instanceof KinesisClient
-      ? options.kinesis
-      : new KinesisClient({ ...options.kinesis, requestHandler: new NodeHttpHandler() });
+  const ownsClient = !isKinesisClient(options.kinesis);
+  const kinesis = isKinesisClient(options.kinesis)
+    ? options.kinesis
+    : new KinesisClient({ ...options.kinesis, requestHandler: new NodeHttpHandler() });
   const stream = new KinesisStream(kinesis, resolved.streamIdentity, {
     clock,
     random,
     callTimeoutMs: resolved.kinesisCallTimeoutMs,
   });
 
-  let state: ConsumerState = 'created';
-  let starting: Promise<void> | null = null;
-  let stopping: Promise<void> | null = null;
-  let failure: unknown = null;
-  let resolveStopped: () => void = () => {};
-  let rejectStopped: (error: unknown) => void = () => {};
-  const stoppedPromise = new Promise<void>((resolve, reject) => {
-    resolveStopped = resolve;
-    rejectStopped = reject;
+  // The start/stop bookkeeping: a stop during the start makes it give up (interrupt) and then takes
+  // down what it began; a forced stop during a graceful one drops what is left (escalate).
+  const lifecycle = new Lifecycle({
+    component: '@kcl/consumer',
+    stoppedCode: 'CONSUMER_STOPPED',
+    start: () => worker.start(),
+    stop: async (graceful) => {
+      try {
+        await worker.stop(graceful);
+      } finally {
+        if (ownsClient) kinesis.destroy();
+      }
+    },
+    interrupt: () => worker.cancelStart(),
+    escalate: () => void worker.stop(false),
   });
-  // A caller that never asks for `stopped()` must not see an unhandled rejection.
-  stoppedPromise.catch(() => undefined);
 
   const worker = new Worker({
     options: resolved,
-    store: withStoreDeadlines(options.leaseStore, clock, resolved.storeCallTimeoutMs),
+    store: withStoreDeadlines(
+      guardLeaseStore(options.leaseStore, '@kcl/consumer createConsumer'),
+      clock,
+      resolved.storeCallTimeoutMs,
+    ),
     stream,
     processorFactory,
-    onProcessingError: options.onProcessingError ?? null,
+    onProcessingError: setup.onProcessingError,
     planner: createLeasePlanner({
       workerId: resolved.workerId,
       leaseExpiryMs: resolved.leaseExpiryMs,
@@ -123,73 +129,17 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     logger,
     emit,
     onFatal: (error) => {
-      failure = error;
-      void consumer.stop({ graceful: true });
+      lifecycle.fail(error);
+      void lifecycle.stop(true);
     },
   });
 
-  const finish = async (graceful: boolean): Promise<void> => {
-    // Let a start in progress settle first (a start still retrying gives up), so the loops it starts
-    // are stopped too.
-    worker.cancelStart();
-    if (starting !== null && state === 'starting') await starting.catch(() => undefined);
-    state = 'stopping';
-    try {
-      await worker.stop(graceful);
-    } finally {
-      if (ownsClient) kinesis.destroy();
-      state = failure === null ? 'stopped' : 'failed';
-      if (failure === null) resolveStopped();
-      else rejectStopped(failure);
-    }
-  };
-
   const consumer: Consumer = {
     workerId: resolved.workerId,
-
-    start() {
-      if (starting !== null) return starting;
-      if (stopping !== null)
-        return Promise.reject(new Error('@kcl/consumer: the consumer was stopped; create a new one'));
-      state = 'starting';
-      const attempt = worker.start().then(
-        () => {
-          state = 'running';
-        },
-        async (error: unknown) => {
-          // A stop under way (it made the start give up) finishes the consumer itself.
-          if (stopping !== null) throw error;
-          failure = error;
-          state = 'stopping';
-          stopping = finish(false);
-          await stopping.catch(() => undefined);
-          throw error;
-        },
-      );
-      attempt.catch(() => undefined);
-      starting = attempt;
-      return attempt;
-    },
-
-    stop(stopOptions = {}) {
-      const graceful = stopOptions.graceful ?? true;
-      if (stopping === null) {
-        stopping = finish(graceful);
-      } else if (!graceful) {
-        // A forced stop during a graceful one: drop what is left now.
-        void worker.stop(false);
-      }
-      return stopping.catch(() => undefined);
-    },
-
-    stopped() {
-      return stoppedPromise;
-    },
-
-    status() {
-      return { workerId: resolved.workerId, state, leases: worker.status() };
-    },
-
+    start: () => lifecycle.start(),
+    stop: (stopOptions = {}) => lifecycle.stop(stopOptions.graceful ?? true),
+    stopped: () => lifecycle.stopped(),
+    status: () => ({ workerId: resolved.workerId, state: lifecycle.state, leases: worker.status() }),
     on(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

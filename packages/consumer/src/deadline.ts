@@ -43,3 +43,17 @@ export function withDeadline<T>(
     );
   });
 }
+
+/** Waits for `work` at most `ms` on the injected clock; true when it settled (either way) in time. */
+export async function within(clock: Clock, ms: number, work: Promise<unknown>): Promise<boolean> {
+  const timer = new AbortController();
+  const settled = work.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, clock.sleep(ms, timer.signal).then(() => false)]);
+  } finally {
+    timer.abort();
+  }
+}

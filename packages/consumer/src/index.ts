@@ -9,10 +9,10 @@ export type {
 export { CONSUMER_DEFAULTS, resolveConsumerOptions } from './consumer-options.js';
 export type { Consumer, ConsumerState, ConsumerStatus, StopOptions } from './create-consumer.js';
 export { createConsumer } from './create-consumer.js';
-export type { KinesisErrorKind } from './kinesis-errors.js';
-export { classifyKinesisError } from './kinesis-errors.js';
-export type { AggregatedRecord, DeaggregationResult, SubRecord } from './kpl-deaggregation.js';
-export { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kpl-deaggregation.js';
+export type { KinesisErrorKind } from './kinesis/kinesis-errors.js';
+export { classifyKinesisError } from './kinesis/kinesis-errors.js';
+export type { AggregatedRecord, DeaggregationResult, SubRecord } from './kinesis/kpl-deaggregation.js';
+export { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kinesis/kpl-deaggregation.js';
 export type {
   CloudWatchMetricsClient,
   CloudWatchMetricsSink,
@@ -28,14 +28,14 @@ export type {
   MetricUnit,
 } from './metrics/metrics-sink.js';
 export { isMetricsLevelEnabled, METRICS_LEVELS } from './metrics/metrics-sink.js';
+export type { LabelName, PrometheusMetricMapping } from './metrics/prometheus-metric-mapping.js';
+export { PROMETHEUS_METRIC_MAPPING } from './metrics/prometheus-metric-mapping.js';
 export type {
-  LabelName,
-  PrometheusMetricMapping,
   PrometheusMetricsSink,
   PrometheusMetricsSinkOptions,
   PrometheusRegistry,
 } from './metrics/prometheus-metrics-sink.js';
-export { createPrometheusMetricsSink, PROMETHEUS_METRIC_MAPPING } from './metrics/prometheus-metrics-sink.js';
+export { createPrometheusMetricsSink } from './metrics/prometheus-metrics-sink.js';
 export type { PipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
 export { createPipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
 export type { PipelineMessage } from './pipeline/pipeline-message.js';
@@ -70,6 +70,6 @@ export type {
   RecordProcessorFactory,
   ShardEndedInput,
   ShutdownRequestedInput,
-} from './record-processor.js';
-export type { ShardConsumerState } from './shard-consumer.js';
-export type { LeaseStatus } from './worker.js';
+} from './processing/record-processor.js';
+export type { ShardConsumerState } from './processing/shard-consumer.js';
+export type { LeaseStatus } from './processing/shard-consumers.js';

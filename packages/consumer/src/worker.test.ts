@@ -4,8 +4,8 @@ import { ExtendedSequenceNumber, noopLogger } from '@kcl/core';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
 import { resolveConsumerOptions } from './consumer-options.js';
-import type { StreamReader } from './kinesis-stream.js';
-import { createLeasePlanner } from './lease-planner.js';
+import type { StreamReader } from './kinesis/kinesis-stream.js';
+import { createLeasePlanner } from './leases/lease-planner.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
 import { Worker } from './worker.js';
 
@@ -100,10 +100,10 @@ describe('worker timing (manual clock)', () => {
     await start(worker, clock);
     await clock.advance(100);
     expect(worker.status()).toHaveLength(2);
-    const renewalsAtStart = store.faults.calls('renewLeases');
+    const renewalsAtStart = store.faults.calls('leases.renewMany');
     await clock.advance(4_950);
-    expect(store.faults.calls('renewLeases') - renewalsAtStart).toBe(5);
-    expect(store.faults.calls('heartbeatWorker')).toBe(1 + 5);
+    expect(store.faults.calls('leases.renewMany') - renewalsAtStart).toBe(5);
+    expect(store.faults.calls('workers.heartbeat')).toBe(1 + 5);
     const stopping = worker.stop(true);
     await clock.advance(0);
     await stopping;
@@ -113,9 +113,9 @@ describe('worker timing (manual clock)', () => {
     const clock = new ManualClock();
     const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
     await start(worker, clock);
-    const listings = store.faults.calls('listWorkers');
+    const listings = store.faults.calls('workers.list');
     await clock.advance(10_000);
-    expect(store.faults.calls('listWorkers') - listings).toBe(5);
+    expect(store.faults.calls('workers.list') - listings).toBe(5);
     const stopping = worker.stop(true);
     await clock.advance(0);
     await stopping;
@@ -127,7 +127,7 @@ describe('worker timing (manual clock)', () => {
     const events: KclEvent[] = [];
     const seed = createMemoryLeaseStore({ applicationName: 'timing', table });
     for (const shard of shards) {
-      await seed.createLeaseIfAbsent({
+      await seed.leases.create({
         leaseKey: shard.ShardId ?? '',
         checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
         owner: 'dead',
@@ -195,7 +195,7 @@ describe('worker timing (manual clock)', () => {
     const stopping = first.worker.stop(true);
     await clock.advance(0);
     await stopping;
-    const leases = await first.store.listLeases();
+    const leases = await first.store.leases.list();
     expect(leases.map((lease) => lease.owner).sort()).toEqual([null, 'w2'].sort());
     await clock.advance(2_000);
     expect(second.worker.status()).toHaveLength(2);

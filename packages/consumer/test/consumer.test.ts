@@ -66,7 +66,7 @@ describe('a single consumer', () => {
       perKey.set(record.partitionKey, [...(perKey.get(record.partitionKey) ?? []), index]);
     }
     for (const indexes of perKey.values()) expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
-    const leases = await store.listLeases();
+    const leases = await store.leases.list();
     expect(leases).toHaveLength(2);
     for (const lease of leases) {
       expect(lease.owner).toBeNull();

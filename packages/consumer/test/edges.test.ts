@@ -2,7 +2,7 @@ import { noopLogger } from '@kcl/core';
 import { ManualClock, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
 import { createPipelineProcessorFactory } from '../src/index.js';
-import type { StreamReader } from '../src/kinesis-stream.js';
+import type { StreamReader } from '../src/kinesis/kinesis-stream.js';
 import {
   endingStream,
   ONE_SHARD,
@@ -128,7 +128,7 @@ describe('a checkpoint in flight at the renewal tick', () => {
     await starting;
     await clock.advance(25_000);
     // One updateCheckpoint hangs (cut at storeCallTimeoutMs, 10 s) across the renewal at 30 s.
-    faulty.faults.hangNext(1, Number.POSITIVE_INFINITY, ['updateCheckpoint']);
+    faulty.faults.hangNext(1, Number.POSITIVE_INFINITY, ['leases.checkpoint']);
     checkpointNext = true;
     await clock.advance(25_000);
     expect(events.filter((event) => event.type === 'lease-lost')).toEqual([]);
@@ -148,7 +148,7 @@ describe('a stop during a slow start', () => {
       stream: tickingStream(),
       processor: () => ({ processRecords() {} }),
     });
-    faulty.faults.hangNext(1, 3_000, ['ensureSchema']);
+    faulty.faults.hangNext(1, 3_000, ['admin.ensureSchema']);
     const starting = worker.start().then(
       () => 'started',
       (error: Error) => error.message,
@@ -159,11 +159,11 @@ describe('a stop during a slow start', () => {
     await clock.advance(5_000);
     await stopping;
     expect(await starting).toMatch(/stopped while it was starting/);
-    const takes = faulty.faults.calls('takeLease');
+    const takes = faulty.faults.calls('leases.take');
     await clock.advance(10_000);
-    expect(await faulty.inner.listWorkers()).toEqual([]);
-    expect(faulty.faults.calls('takeLease')).toBe(takes);
-    expect((await faulty.inner.listLeases()).every((lease) => lease.owner === null)).toBe(true);
+    expect(await faulty.inner.workers.list()).toEqual([]);
+    expect(faulty.faults.calls('leases.take')).toBe(takes);
+    expect((await faulty.inner.leases.list()).every((lease) => lease.owner === null)).toBe(true);
   });
 });
 

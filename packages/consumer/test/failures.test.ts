@@ -42,7 +42,7 @@ describe('failures', () => {
           deliveries.push(records.map((record) => Buffer.from(record.data).toString()));
           if (failures < 3) {
             failures += 1;
-            checkpointsDuringFailures.push((await store.listLeases())[0]?.checkpoint.toString() ?? '');
+            checkpointsDuringFailures.push((await store.leases.list())[0]?.checkpoint.toString() ?? '');
             throw new Error('downstream unavailable');
           }
           await checkpointer.checkpoint();
@@ -64,7 +64,7 @@ describe('failures', () => {
       [2, 'retry'],
       [3, 'retry'],
     ]);
-    const lease = (await store.listLeases())[0];
+    const lease = (await store.leases.list())[0];
     expect(lease?.checkpoint.isSentinel).toBe(false);
   });
 
@@ -88,8 +88,8 @@ describe('failures', () => {
       processor: () => ({
         async processRecords({ checkpointer }) {
           deliveries += 1;
-          const [lease] = await store.listLeases();
-          if (lease !== undefined) await store.takeLease(lease.leaseKey, lease.leaseCounter, 'thief');
+          const [lease] = await store.leases.list();
+          if (lease !== undefined) await store.leases.take(lease.leaseKey, lease.leaseCounter, 'thief');
           await checkpointer.checkpoint();
         },
         leaseLost() {
@@ -103,7 +103,7 @@ describe('failures', () => {
     expect(deliveries).toBe(1);
     expect(events.filter((event) => event.type === 'processing-error')).toEqual([]);
     expect(events).toContainEqual(expect.objectContaining({ type: 'lease-lost', reason: 'taken-by-other' }));
-    expect((await store.listLeases())[0]?.owner).toBe('thief');
+    expect((await store.leases.list())[0]?.owner).toBe('thief');
   });
 
   it('skips a failing batch when onProcessingError says so', async () => {
@@ -191,7 +191,10 @@ describe('failures', () => {
   it('refuses to start on a store whose application was migrated elsewhere', async () => {
     await createStream(kinesis.client, 'migrated', 1);
     const store = createMemoryLeaseStore({ applicationName: 'migrated' });
-    await store.setMigrationMarker({ migratedTo: 'postgres table "kcl_leases"', migratedAt: new Date() });
+    await store.admin.setMigrationMarker({
+      migratedTo: 'postgres table "kcl_leases"',
+      migratedAt: new Date(),
+    });
     const consumer = createConsumer({
       streamName: 'migrated',
       applicationName: 'migrated',
@@ -218,10 +221,10 @@ describe('failures', () => {
       processor: () => ({ processRecords() {} }),
     });
     await consumer.start();
-    await store.setMigrationMarker({ migratedTo: 'dynamodb table "billing"', migratedAt: new Date() });
+    await store.admin.setMigrationMarker({ migratedTo: 'dynamodb table "billing"', migratedAt: new Date() });
     await expect(consumer.stopped()).rejects.toThrow(ApplicationMigratedError);
     expect(consumer.status().state).toBe('failed');
-    expect((await store.listLeases()).every((lease) => lease.owner === null)).toBe(true);
+    expect((await store.leases.list()).every((lease) => lease.owner === null)).toBe(true);
   });
 });
 

@@ -91,7 +91,7 @@ describe('a fleet of workers (in process, memory store)', () => {
     await until(() => fleet.distinct().size >= 400, 20_000, 'first batch');
     const store = createMemoryLeaseStore({ applicationName: 'crash', table });
     const crashedLease = fleet.leasesHeldBy('w1')[0] ?? '';
-    const checkpointBefore = (await store.getLease(crashedLease))?.checkpoint;
+    const checkpointBefore = (await store.leases.get(crashedLease))?.checkpoint;
     const crashedAt = Date.now();
     await fleet.workers.get('w1')?.stop({ graceful: false });
     const second = records('c', 400, 50, 400);
@@ -100,7 +100,8 @@ describe('a fleet of workers (in process, memory store)', () => {
     const takeover = fleet.processed.find(
       (record) => record.workerId === 'w2' && record.shardId === crashedLease && record.at > crashedAt,
     );
-    expect(takeover).toBeDefined();
+    // w2 took the crashed worker's shard over and processed records of it after the crash.
+    expect(takeover).toMatchObject({ workerId: 'w2', shardId: crashedLease });
     // expiry (700) + rebalance (150 ± 25%) + a poll, with slack for a loaded machine
     expect((takeover?.at ?? Number.POSITIVE_INFINITY) - crashedAt).toBeLessThan(700 + 190 + 50 + 2_000);
     // Everything w1 processed was checkpointed, so nothing is processed twice.
@@ -125,10 +126,10 @@ describe('a fleet of workers (in process, memory store)', () => {
     await putRecords(kinesis.client, streamName, records('p', 100, 10));
     await until(() => lazy.distinct().size >= 100, 20_000, 'first records');
     // Checkpoint half-way by hand, as the crashed worker's last checkpoint.
-    const lease = (await store.listLeases())[0];
+    const lease = (await store.leases.list())[0];
     const midpoint = lazy.processed[49];
     if (lease === undefined || midpoint === undefined) throw new Error('no lease');
-    const writes = await store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+    const writes = await store.leases.checkpoint(lease.leaseKey, lease.leaseCounter, {
       checkpoint: (await import('@kcl/core')).ExtendedSequenceNumber.of(midpoint.sequenceNumber),
     });
     expect(writes.ok).toBe(true);
@@ -231,7 +232,7 @@ describe('a fleet of workers (in process, memory store)', () => {
     expect(new Set(created).size).toBe(3);
     expect(fleet.events.filter((event) => event.type === 'shard-ended').length).toBe(3);
     const open = (await openShards(kinesis.client, streamName)).map((shard) => shard.ShardId).sort();
-    const leases = await store.listLeases();
+    const leases = await store.leases.list();
     for (const shardId of open) expect(leases.map((lease) => lease.leaseKey)).toContain(shardId);
     for (const lease of leases.filter((candidate) => candidate.checkpoint.isShardEnd)) {
       expect(lease.childShardIds.length).toBeGreaterThan(0);

@@ -423,7 +423,7 @@ describe('the CloudWatch metrics sink', () => {
     }
     expect(caught).toBeInstanceOf(ConfigurationError);
     expect((caught as ConfigurationError).problems).toEqual([
-      'client is required: a CloudWatchClient from @aws-sdk/client-cloudwatch',
+      'client must be a CloudWatchClient from @aws-sdk/client-cloudwatch (an object with send)',
       'namespace "AWS/Kinesis" starts with AWS/, which is reserved for AWS services',
       'level must be one of NONE, SUMMARY, DETAILED, got "VERBOSE"',
       'bufferTimeMs must be an integer from 1 to ∞, got 0',

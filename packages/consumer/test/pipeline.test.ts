@@ -89,7 +89,7 @@ describe('a consumer running a pipeline', () => {
       // The interval checkpoint catches up with the last acknowledged record while the consumer runs.
       const deadline = Date.now() + 10_000;
       for (;;) {
-        const leases = await store.listLeases();
+        const leases = await store.leases.list();
         const caughtUp = leases.every((lease) => {
           const last = lastSequenceByShard.get(lease.leaseKey);
           return last !== undefined && lease.checkpoint.equals(last);
@@ -111,7 +111,7 @@ describe('a consumer running a pipeline', () => {
     expect(maxActive).toBeGreaterThan(1);
     expect(maxActive).toBeLessThanOrEqual(4);
 
-    const leases = await store.listLeases();
+    const leases = await store.leases.list();
     expect(leases).toHaveLength(2);
     for (const lease of leases) {
       expect(lease.owner).toBeNull();

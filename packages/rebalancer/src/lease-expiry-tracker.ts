@@ -1,10 +1,12 @@
 import type { Lease } from '@kcl/core';
-import { ConfigurationError } from '@kcl/core';
 import type { CounterReader } from './counter-change-tracker.js';
 import { CounterChangeTracker } from './counter-change-tracker.js';
 
 export interface LeaseExpiryTrackerOptions {
-  /** A lease whose counter has not changed for longer than this is expired. */
+  /**
+   * A lease whose counter has not changed for longer than this is expired: a positive number of
+   * milliseconds, already checked (`createRebalancer` checks its options; the consumer its own).
+   */
   readonly leaseExpiryMs: number;
 }
 
@@ -34,8 +36,6 @@ export class LeaseExpiryTracker {
   readonly #tracker = new CounterChangeTracker();
 
   constructor(options: LeaseExpiryTrackerOptions) {
-    const problems = expiryProblems('leaseExpiryMs', options.leaseExpiryMs);
-    if (problems.length > 0) throw new ConfigurationError('@kcl/rebalancer LeaseExpiryTracker', problems);
     this.leaseExpiryMs = options.leaseExpiryMs;
   }
 
@@ -74,11 +74,4 @@ export class LeaseExpiryTracker {
   get size(): number {
     return this.#tracker.size;
   }
-}
-
-/** The configuration problem of an expiry option, if any (shared by both trackers; not exported from the package). */
-export function expiryProblems(name: string, value: unknown): string[] {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0
-    ? []
-    : [`${name} must be a positive number of milliseconds, got ${String(value)}`];
 }

@@ -129,6 +129,7 @@ describe('planRebalance: stealing', () => {
     ['a victim at target gives one lease to a thief short by more (3,3,3,1)', 1, [3, 3, 3], 10, 1],
     ['a victim one above target gives only that one, whatever the cap', 0, [5, 5], 10, 1],
     ['the victim keeps its target: 9 over a target of 5 gives 4', 0, [9], 10, 4],
+    ['a cap of 0 never steals', 0, [10], 0, 0],
   ])('%s', (_label, mine, others, cap, steals) => {
     const leases = [...held('me', mine), ...others.flatMap((count, index) => held(`w${index}`, count))];
     const result = plan({

@@ -1,5 +1,5 @@
 import type { Lease, RandomSource } from '@kcl/core';
-import { shuffled } from './random-choice.js';
+import { shuffled } from '@kcl/core';
 
 /**
  * What the planner reads from a lease. `ownerSwitchesSinceCheckpoint`, when given, lets steals prefer
@@ -17,7 +17,7 @@ export interface RebalanceInput {
   readonly isExpired: (leaseKey: string) => boolean;
   /** Workers whose registry heartbeat is live (`WorkerLivenessTracker.liveWorkerIds`). */
   readonly liveWorkerIds: Iterable<string>;
-  /** The most leases stolen in one plan; at least 1. */
+  /** The most leases stolen in one plan; 0: no steals. */
   readonly maxLeasesToSteal: number;
   /** Never hold more incomplete leases than this (the target is capped; the excess is reported as spillover). */
   readonly maxLeasesForWorker?: number;

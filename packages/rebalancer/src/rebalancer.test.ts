@@ -46,6 +46,22 @@ describe('createRebalancer', () => {
     );
   });
 
+  it('accepts maxLeasesToSteal 0: it plans no steals, and still takes free and expired leases', () => {
+    const workers = ['a', 'big'].map((workerId) => ({ workerId, heartbeat: 1 }));
+    const leases = fleetLeases({ a: 1, big: 9 });
+    const options = { workerId: 'a', leaseExpiryMs: 45_000, random: () => 0 };
+    // 10 leases over 2 workers: target 5, and big leads a by 8: a listing that calls for steals.
+    const stealing = createRebalancer({ ...options, maxLeasesToSteal: 3 }).plan({ leases, workers, now: 0 });
+    expect(stealing.takes.filter((take) => take.reason === 'steal')).toHaveLength(3);
+    const rebalancer = createRebalancer({ ...options, maxLeasesToSteal: 0 });
+    const plan = rebalancer.plan({ leases, workers, now: 0 });
+    expect(plan.takes).toEqual([]);
+    expect(plan.diagnostics).toMatchObject({ target: 5, heldBefore: 1, heldAfter: 1, stolen: 0 });
+    const free = fleetLeases({ spare: 2 }).map((lease) => ({ ...lease, owner: null }));
+    const withFree = rebalancer.plan({ leases: [...leases, ...free], workers, now: 6_000 });
+    expect(withFree.takes.map((take) => take.reason)).toEqual(['free', 'free']);
+  });
+
   it('lets the survivors take a crashed worker’s leases once its heartbeat and leases expire', async () => {
     const clock = new ManualClock({ monotonic: 0 });
     const rebalancer = createRebalancer({ workerId: 'a', leaseExpiryMs: 45_000, random: () => 0.5 });

@@ -1,5 +1,5 @@
 import type { Lease, RandomSource, WorkerRecord } from '@kcl/core';
-import { ConfigurationError, systemRandom } from '@kcl/core';
+import { OptionProblems, systemRandom } from '@kcl/core';
 import { LeaseExpiryTracker } from './lease-expiry-tracker.js';
 import type { PlannedLease, RebalancePlan } from './plan-rebalance.js';
 import { planRebalance } from './plan-rebalance.js';
@@ -11,7 +11,7 @@ export interface RebalancerOptions {
   readonly leaseExpiryMs: number;
   /** A worker whose heartbeat is not seen to change for longer than this is gone. Default: `leaseExpiryMs`. */
   readonly workerExpiryMs?: number;
-  /** The most leases stolen per plan. Default 1. */
+  /** The most leases stolen per plan; 0: this worker never steals. Default 1. */
   readonly maxLeasesToSteal?: number;
   /** The most incomplete leases this worker holds. Default: no cap. */
   readonly maxLeasesForWorker?: number;
@@ -44,41 +44,27 @@ export interface Rebalancer {
   recordTake(lease: Pick<Lease, 'leaseKey' | 'leaseCounter'>, now: number): void;
 }
 
-/** Validates the options (listing every problem at once) and builds a rebalancer. */
+/**
+ * Validates the options (listing every problem at once) and builds a rebalancer. This is the package's
+ * boundary: the trackers it builds take the checked values as they are.
+ */
 export function createRebalancer(options: RebalancerOptions): Rebalancer {
-  const problems: string[] = [];
-  if (typeof options.workerId !== 'string' || options.workerId === '') {
-    problems.push('workerId must be a non-empty string');
-  }
-  if (!positive(options.leaseExpiryMs)) {
-    problems.push(
-      `leaseExpiryMs must be a positive number of milliseconds, got ${String(options.leaseExpiryMs)}`,
-    );
-  }
-  if (options.workerExpiryMs !== undefined && !positive(options.workerExpiryMs)) {
-    problems.push(
-      `workerExpiryMs must be a positive number of milliseconds, got ${String(options.workerExpiryMs)}`,
-    );
-  }
-  if (options.maxLeasesToSteal !== undefined && !positiveInteger(options.maxLeasesToSteal)) {
-    problems.push(`maxLeasesToSteal must be a positive integer, got ${String(options.maxLeasesToSteal)}`);
-  }
-  if (options.maxLeasesForWorker !== undefined && !positiveInteger(options.maxLeasesForWorker)) {
-    problems.push(`maxLeasesForWorker must be a positive integer, got ${String(options.maxLeasesForWorker)}`);
-  }
-  if (options.random !== undefined && typeof options.random !== 'function') {
-    problems.push('random must be a function returning numbers in [0, 1)');
-  }
-  if (problems.length > 0) throw new ConfigurationError('@kcl/rebalancer', problems);
-
-  const workerId = options.workerId;
-  const random = options.random ?? systemRandom;
-  const maxLeasesToSteal = options.maxLeasesToSteal ?? 1;
-  const maxLeasesForWorker = options.maxLeasesForWorker;
-  const leaseExpiry = new LeaseExpiryTracker({ leaseExpiryMs: options.leaseExpiryMs });
-  const workerLiveness = new WorkerLivenessTracker({
-    workerExpiryMs: options.workerExpiryMs ?? options.leaseExpiryMs,
+  const given = (options ?? {}) as Partial<RebalancerOptions>;
+  const check = new OptionProblems('@kcl/rebalancer');
+  const workerId = check.string('workerId', given.workerId, undefined, 'the worker that plans');
+  if (given.leaseExpiryMs === undefined)
+    check.add('leaseExpiryMs is required: the lease expiry in milliseconds');
+  const leaseExpiryMs = check.number('leaseExpiryMs', given.leaseExpiryMs, 1, { min: 1 });
+  const workerExpiryMs = check.number('workerExpiryMs', given.workerExpiryMs, leaseExpiryMs, { min: 1 });
+  const maxLeasesToSteal = check.integer('maxLeasesToSteal', given.maxLeasesToSteal, 1, { min: 0 });
+  const maxLeasesForWorker = check.optionalInteger('maxLeasesForWorker', given.maxLeasesForWorker, {
+    min: 1,
   });
+  const random = check.random('random', given.random, systemRandom);
+  check.throwIfAny();
+
+  const leaseExpiry = new LeaseExpiryTracker({ leaseExpiryMs });
+  const workerLiveness = new WorkerLivenessTracker({ workerExpiryMs });
 
   // What the previous plan saw. leftForOthers: how many consecutive plans, each short of the target,
   // left a free or expired lease to another worker's share; after OVERDUE_AFTER_PLANS of them every
@@ -139,11 +125,3 @@ export function createRebalancer(options: RebalancerOptions): Rebalancer {
 
 /** Plans of this worker that must have left a lease to others before it takes the lease beyond its share. */
 const OVERDUE_AFTER_PLANS = 2;
-
-function positive(value: unknown): boolean {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0;
-}
-
-function positiveInteger(value: unknown): boolean {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-}

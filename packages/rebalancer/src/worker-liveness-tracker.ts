@@ -1,11 +1,12 @@
 import type { WorkerRecord } from '@kcl/core';
-import { ConfigurationError } from '@kcl/core';
 import type { CounterReader } from './counter-change-tracker.js';
 import { CounterChangeTracker } from './counter-change-tracker.js';
-import { expiryProblems } from './lease-expiry-tracker.js';
 
 export interface WorkerLivenessTrackerOptions {
-  /** A worker whose heartbeat has not changed for longer than this is no longer live. */
+  /**
+   * A worker whose heartbeat has not changed for longer than this is no longer live: a positive number
+   * of milliseconds, already checked (`createRebalancer` checks its options).
+   */
   readonly workerExpiryMs: number;
 }
 
@@ -26,8 +27,6 @@ export class WorkerLivenessTracker {
   readonly #tracker = new CounterChangeTracker();
 
   constructor(options: WorkerLivenessTrackerOptions) {
-    const problems = expiryProblems('workerExpiryMs', options.workerExpiryMs);
-    if (problems.length > 0) throw new ConfigurationError('@kcl/rebalancer WorkerLivenessTracker', problems);
     this.workerExpiryMs = options.workerExpiryMs;
   }
 

@@ -1,19 +1,10 @@
 import type { Lease, RandomSource } from '@kcl/core';
-import { ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
+import { ExtendedSequenceNumber, leaseFromInit, seededRandom } from '@kcl/core';
 import type { RebalancePlan, Rebalancer } from '../src/index.js';
 import { createRebalancer } from '../src/index.js';
 
-/** A small seeded generator (mulberry32) so every simulated fleet is reproducible. */
-export function seededRandom(seed: number): RandomSource {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+// fleet.property.test.ts takes the generator from here: core's, the one seeded random source.
+export { seededRandom } from '@kcl/core';
 
 export function workerName(index: number): string {
   return `worker-${String(index).padStart(2, '0')}`;

@@ -21,7 +21,7 @@
  * those are ported to `planMissingLeases` with no leases, which is what they exercise.
  */
 import type { HashKeyRange, Lease, LeaseInit } from '@kcl/core';
-import { ExtendedSequenceNumber, hashKeyRange, leaseFromInit, MAX_HASH_KEY } from '@kcl/core';
+import { ExtendedSequenceNumber, hashKeyRange, leaseFromInit, MAX_HASH_KEY, seededRandom } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
 import type { AuditedLease, ChildShardDescription, InitialPosition, ShardDescription } from '../src/index.js';
 import {
@@ -1493,18 +1493,7 @@ describe('PeriodicShardSyncManagerTest → auditHashRangeCoverage, HashRangeAudi
     // Java's random reshard trees: 100 leases over 0 … 10^7 (the last up to 2^128 − 1), then `depth`
     // rounds of splits, merges of adjacent pairs, or either; in the "in progress" variants a merged
     // pair's second parent is usually left unfinished. Shuffled, the audit must find no hole.
-    // Math.random is replaced by a seeded generator so a failure can be replayed.
-    function seeded(seed: number): () => number {
-      let state = seed >>> 0;
-      return () => {
-        state = (state + 0x6d2b79f5) >>> 0;
-        let t = state;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-      };
-    }
-
+    // Math.random is replaced by core's seeded generator so a failure can be replayed.
     interface TreeLease {
       leaseKey: string;
       checkpoint: ExtendedSequenceNumber;
@@ -1616,7 +1605,7 @@ describe('PeriodicShardSyncManagerTest → auditHashRangeCoverage, HashRangeAudi
       ({ depth, kind, keep }) => {
         let resharded = 0;
         for (let seed = 1; seed <= 1000; seed++) {
-          const leases = tree(seeded(seed), depth, kind, keep);
+          const leases = tree(seededRandom(seed), depth, kind, keep);
           if (leases.some((candidate) => candidate.checkpoint.isShardEnd)) resharded += 1;
           const result = auditHashRangeCoverage(leases);
           if (result.status !== 'complete') throw new Error(`seed ${seed}: ${result.status}`);

@@ -1,5 +1,5 @@
 import type { Lease, LeaseInit } from '@kcl/core';
-import { ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
+import { ExtendedSequenceNumber, leaseFromInit, seededRandom } from '@kcl/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { InitialPosition } from '../src/index.js';
@@ -24,18 +24,6 @@ import {
 
 type Position = 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
 
-/** A tiny deterministic generator for the simulation's scheduling choices. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 interface Outcome {
   readonly processed: Map<string, number>;
   readonly expected: Set<string>;
@@ -49,7 +37,7 @@ interface Outcome {
  * cover the key space and a gap-filling sync must find nothing to add.
  */
 function simulate(history: ReshardHistory, kind: Position, timestampAt: number, seed: number): Outcome {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const position: InitialPosition = kind === 'AT_TIMESTAMP' ? { timestamp: new Date(timestampAt) } : kind;
   const listedAt = kind === 'TRIM_HORIZON' ? 0 : kind === 'LATEST' ? history.end : timestampAt;
   const violations: string[] = [];
@@ -154,7 +142,7 @@ describe('shard lineage over random split/merge histories', () => {
   it('readiness never lets a lease start while a present parent lease is unfinished', () => {
     fc.assert(
       fc.property(reshardHistoryArbitrary, fc.nat(), (history, seed) => {
-        const random = seeded(seed);
+        const random = seededRandom(seed);
         // Random checkpoints on the leases of every shard: the rule must hold for any table content.
         const leases = allShards(history)
           .filter(() => random() < 0.8)

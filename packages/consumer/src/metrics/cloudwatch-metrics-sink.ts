@@ -1,14 +1,15 @@
 import type { MetricDatum as CloudWatchDatum } from '@aws-sdk/client-cloudwatch';
 import type { Clock, Logger, RandomSource } from '@kcl/core';
-import { ConfigurationError, noopLogger, systemClock, systemRandom } from '@kcl/core';
+import { noopLogger, OptionProblems, systemClock, systemRandom } from '@kcl/core';
 import { Backoff } from '../backoff.js';
-import type {
-  MetricDatum,
-  MetricsLevel,
-  MetricsSink,
-  MetricsSinkContext,
-  MetricUnit,
-} from './metrics-sink.js';
+import {
+  type CloudWatchModule,
+  isRetryablePublication,
+  loadCloudWatch,
+  requestBatches,
+  type StatisticSet,
+} from './cloudwatch-publication.js';
+import type { MetricDatum, MetricsLevel, MetricsSink, MetricsSinkContext } from './metrics-sink.js';
 import { isMetricsLevelEnabled, METRICS_LEVELS } from './metrics-sink.js';
 
 /**
@@ -67,40 +68,8 @@ export interface CloudWatchMetricsSink extends MetricsSink {
   stats(): CloudWatchMetricsSinkStats;
 }
 
-interface StatisticSet {
-  readonly name: string;
-  readonly unit: MetricUnit;
-  readonly dimensions: ReadonlyArray<readonly [string, string]>;
-  readonly timestamp: number;
-  sampleCount: number;
-  sum: number;
-  minimum: number;
-  maximum: number;
-}
-
-type CloudWatchModule = typeof import('@aws-sdk/client-cloudwatch');
-
+/** CloudWatch accepts at most this many dimensions per datum. */
 const MAX_DIMENSIONS = 30;
-/** PutMetricData accepts 1 MB; stay well below it. */
-const MAX_REQUEST_BYTES = 900_000;
-const THROTTLING_ERRORS = new Set([
-  'Throttling',
-  'ThrottlingException',
-  'ThrottledException',
-  'RequestThrottledException',
-  'TooManyRequestsException',
-  'RequestLimitExceeded',
-  'RequestThrottled',
-  'SlowDown',
-]);
-
-let cloudWatchModule: Promise<CloudWatchModule> | null = null;
-
-/** Loaded on first publication only, so `@kcl/consumer` works without the optional peer dependency. */
-function loadCloudWatch(): Promise<CloudWatchModule> {
-  cloudWatchModule ??= import('@aws-sdk/client-cloudwatch');
-  return cloudWatchModule;
-}
 
 /**
  * A sink that publishes to CloudWatch with PutMetricData, as the Java KCL does: data accumulate per
@@ -111,63 +80,38 @@ function loadCloudWatch(): Promise<CloudWatchModule> {
  * `@aws-sdk/client-cloudwatch` is an optional peer dependency, loaded on first use.
  */
 export function createCloudWatchMetricsSink(options: CloudWatchMetricsSinkOptions): CloudWatchMetricsSink {
-  const problems: string[] = [];
+  const check = new OptionProblems('@kcl/consumer createCloudWatchMetricsSink');
   const given = (options ?? {}) as Partial<CloudWatchMetricsSinkOptions>;
-  if (given.client === undefined || given.client === null || typeof given.client.send !== 'function') {
-    problems.push('client is required: a CloudWatchClient from @aws-sdk/client-cloudwatch');
-  }
-  if (
-    given.namespace !== undefined &&
-    (typeof given.namespace !== 'string' || !/^.{1,255}$/u.test(given.namespace))
-  ) {
-    problems.push(`namespace must be 1–255 characters, got ${JSON.stringify(given.namespace)}`);
-  }
-  if (
-    given.namespace !== undefined &&
-    typeof given.namespace === 'string' &&
-    given.namespace.startsWith('AWS/')
-  ) {
-    problems.push(
-      `namespace ${JSON.stringify(given.namespace)} starts with AWS/, which is reserved for AWS services`,
+  if (given.client === undefined || given.client === null) {
+    check.add('client is required: a CloudWatchClient from @aws-sdk/client-cloudwatch');
+  } else {
+    check.optionalObjectWith(
+      'client',
+      given.client,
+      ['send'],
+      'a CloudWatchClient from @aws-sdk/client-cloudwatch',
     );
   }
-  if (given.level !== undefined && !METRICS_LEVELS.includes(given.level)) {
-    problems.push(`level must be one of ${METRICS_LEVELS.join(', ')}, got ${JSON.stringify(given.level)}`);
+  const namespace = given.namespace;
+  if (namespace !== undefined && (typeof namespace !== 'string' || !/^.{1,255}$/u.test(namespace))) {
+    check.add(`namespace must be 1–255 characters, got ${JSON.stringify(namespace)}`);
   }
-  const integer = (
-    name: string,
-    value: unknown,
-    fallback: number,
-    min: number,
-    max = Number.MAX_SAFE_INTEGER,
-  ): number => {
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      problems.push(
-        `${name} must be an integer from ${min} to ${max === Number.MAX_SAFE_INTEGER ? '∞' : max}, got ${JSON.stringify(value)}`,
-      );
-      return fallback;
-    }
-    return value;
-  };
+  if (typeof namespace === 'string' && namespace.startsWith('AWS/')) {
+    check.add(`namespace ${JSON.stringify(namespace)} starts with AWS/, which is reserved for AWS services`);
+  }
+  check.oneOf('level', given.level, METRICS_LEVELS, 'DETAILED');
   const settings: SinkSettings = {
-    bufferTimeMs: integer('bufferTimeMs', given.bufferTimeMs, 10_000, 1),
-    maxQueueSize: integer('maxQueueSize', given.maxQueueSize, 10_000, 1),
-    flushSize: integer('flushSize', given.flushSize, 200, 1),
-    maxBatchSize: integer('maxBatchSize', given.maxBatchSize, 20, 1, 1_000),
-    maxAttempts: integer('maxAttempts', given.maxAttempts, 3, 1, 100),
-    retry: {
-      initialMs: integer('retry.initialMs', given.retry?.initialMs, 500, 1),
-      maxMs: integer('retry.maxMs', given.retry?.maxMs, 10_000, 1),
-    },
+    bufferTimeMs: check.integer('bufferTimeMs', given.bufferTimeMs, 10_000, { min: 1 }),
+    maxQueueSize: check.integer('maxQueueSize', given.maxQueueSize, 10_000, { min: 1 }),
+    flushSize: check.integer('flushSize', given.flushSize, 200, { min: 1 }),
+    maxBatchSize: check.integer('maxBatchSize', given.maxBatchSize, 20, { min: 1, max: 1_000 }),
+    maxAttempts: check.integer('maxAttempts', given.maxAttempts, 3, { min: 1, max: 100 }),
+    retry: check.retryDelays('retry', given.retry, { initialMs: 500, maxMs: 10_000 }),
   };
-  if (settings.retry.maxMs < settings.retry.initialMs) {
-    problems.push(
-      `retry.maxMs (${settings.retry.maxMs}) must not be below retry.initialMs (${settings.retry.initialMs})`,
-    );
-  }
-  if (problems.length > 0)
-    throw new ConfigurationError('@kcl/consumer createCloudWatchMetricsSink', problems);
+  if (given.clock !== undefined) check.clock('clock', given.clock, systemClock);
+  if (given.logger !== undefined) check.logger('logger', given.logger, noopLogger);
+  if (given.random !== undefined) check.random('random', given.random, systemRandom);
+  check.throwIfAny();
   return new CloudWatchSink(options, settings);
 }
 
@@ -347,41 +291,9 @@ class CloudWatchSink implements CloudWatchMetricsSink {
       );
       return;
     }
-    for (const batch of this.#batches(sets)) {
+    for (const batch of requestBatches(sets, this.#settings.maxBatchSize)) {
       await this.#send(module, namespace, batch);
     }
-  }
-
-  /** Splits into requests of at most `maxBatchSize` data and well under the request size limit. */
-  *#batches(sets: readonly StatisticSet[]): Generator<CloudWatchDatum[]> {
-    let batch: CloudWatchDatum[] = [];
-    let bytes = 0;
-    for (const set of sets) {
-      const datum: CloudWatchDatum = {
-        MetricName: set.name,
-        Dimensions: set.dimensions.map(([Name, Value]) => ({ Name, Value })),
-        Timestamp: new Date(set.timestamp),
-        StatisticValues: {
-          SampleCount: set.sampleCount,
-          Sum: set.sum,
-          Minimum: set.minimum,
-          Maximum: set.maximum,
-        },
-        Unit: set.unit,
-      };
-      const size = JSON.stringify(datum).length;
-      if (
-        batch.length > 0 &&
-        (batch.length >= this.#settings.maxBatchSize || bytes + size > MAX_REQUEST_BYTES)
-      ) {
-        yield batch;
-        batch = [];
-        bytes = 0;
-      }
-      batch.push(datum);
-      bytes += size;
-    }
-    if (batch.length > 0) yield batch;
   }
 
   async #send(module: CloudWatchModule, namespace: string, data: CloudWatchDatum[]): Promise<void> {
@@ -396,7 +308,7 @@ class CloudWatchSink implements CloudWatchMetricsSink {
         return;
       } catch (error) {
         this.#stats.failedRequests += 1;
-        const retryable = isRetryable(error);
+        const retryable = isRetryablePublication(error);
         if (!retryable || attempt >= this.#settings.maxAttempts) {
           this.#stats.droppedData += data.length;
           this.#logger.warn('PutMetricData failed; dropping the metrics of this request', {
@@ -414,21 +326,4 @@ class CloudWatchSink implements CloudWatchMetricsSink {
       }
     }
   }
-}
-
-function isRetryable(error: unknown): boolean {
-  if (error === null || typeof error !== 'object') return true;
-  const details = error as {
-    readonly name?: unknown;
-    readonly $retryable?: unknown;
-    readonly $fault?: unknown;
-    readonly $metadata?: { readonly httpStatusCode?: number };
-  };
-  if (details.$retryable !== undefined && details.$retryable !== null && details.$retryable !== false)
-    return true;
-  if (typeof details.name === 'string' && THROTTLING_ERRORS.has(details.name)) return true;
-  if (details.$fault === 'server') return true;
-  const status = details.$metadata?.httpStatusCode;
-  // No status at all: the request never got an answer (network failure, timeout).
-  return status === undefined || status === 429 || status >= 500;
 }

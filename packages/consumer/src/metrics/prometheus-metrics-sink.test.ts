@@ -155,7 +155,7 @@ describe('the Prometheus metrics sink', () => {
     expect((caught as ConfigurationError).problems).toEqual([
       'prefix "kcl-" is not a valid start of a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)',
       'level must be one of NONE, SUMMARY, DETAILED, got "ALL"',
-      'staleAfterMs must be a positive integer, got 0',
+      'staleAfterMs must be an integer from 1 to ∞, got 0',
       'buckets must be a non-empty list of ascending finite numbers (seconds)',
     ]);
   });

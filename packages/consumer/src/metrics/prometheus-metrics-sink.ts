@@ -1,8 +1,15 @@
 import { createRequire } from 'node:module';
 import type { Clock, Logger } from '@kcl/core';
-import { ConfigurationError, noopLogger, systemClock } from '@kcl/core';
+import { noopLogger, OptionProblems, systemClock } from '@kcl/core';
 import type { MetricDatum, MetricsLevel, MetricsSink, MetricsSinkContext } from './metrics-sink.js';
 import { isMetricsLevelEnabled, METRICS_LEVELS } from './metrics-sink.js';
+import {
+  genericMapping,
+  LABEL_DIMENSIONS,
+  type LabelName,
+  PROMETHEUS_METRIC_MAPPING,
+  type PrometheusMetricMapping,
+} from './prometheus-metric-mapping.js';
 
 /**
  * The part of a prom-client `Registry` the sink uses. Declared here, so `@kcl/consumer`'s types do
@@ -39,146 +46,6 @@ export interface PrometheusMetricsSink extends MetricsSink {
   readonly level: MetricsLevel;
   readonly registry: PrometheusRegistry;
 }
-
-/** The Prometheus labels kcl metrics carry. */
-export type LabelName = 'shard_id' | 'worker_id' | 'operation';
-
-/** How a Java KCL metric appears in Prometheus (name without the prefix). */
-export interface PrometheusMetricMapping {
-  readonly type: 'gauge' | 'counter' | 'histogram';
-  readonly name: string;
-  readonly help: string;
-  readonly labels: readonly LabelName[];
-}
-
-const LABEL_DIMENSIONS: Readonly<Record<LabelName, string>> = {
-  shard_id: 'ShardId',
-  worker_id: 'WorkerIdentifier',
-  operation: 'Operation',
-};
-
-/**
- * Java KCL metrics (keyed `<Operation>/<MetricName>`) and their Prometheus names. `null`: not exported
- * (the application-wide `MillisBehindLatest` is `max(kcl_millis_behind_latest)` in PromQL). Metrics
- * not listed become a gauge named after them, labelled with operation, shard_id and worker_id.
- */
-export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetricMapping | null>> = {
-  'ProcessTask/MillisBehindLatest': {
-    type: 'gauge',
-    name: 'millis_behind_latest',
-    help: 'How far the last batch read from the shard is behind its newest record, in milliseconds (Java MillisBehindLatest)',
-    labels: ['shard_id'],
-  },
-  'ApplicationTracker/MillisBehindLatest': null,
-  'ProcessTask/RecordsProcessed': {
-    type: 'counter',
-    name: 'records_processed_total',
-    help: 'Records delivered to the processor (Java RecordsProcessed)',
-    labels: ['shard_id'],
-  },
-  'ProcessTask/DataBytesProcessed': {
-    type: 'counter',
-    name: 'data_bytes_processed_total',
-    help: 'Bytes of record data delivered to the processor (Java DataBytesProcessed)',
-    labels: ['shard_id'],
-  },
-  'ProcessTask/RecordProcessor.processRecords.Time': {
-    type: 'histogram',
-    name: 'process_records_duration_seconds',
-    help: 'Time spent in processRecords per batch (Java RecordProcessor.processRecords.Time)',
-    labels: [],
-  },
-  'ProcessTask/ExpiredIterator': {
-    type: 'counter',
-    name: 'expired_iterators_total',
-    help: 'Shard iterators that expired and were renewed (Java ExpiredIterator)',
-    labels: ['shard_id'],
-  },
-  'ProcessTask/UpdateLease.Success': {
-    type: 'counter',
-    name: 'checkpoints_total',
-    help: 'Checkpoints written (Java UpdateLease.Success)',
-    labels: ['shard_id'],
-  },
-  'ProcessTask/KinesisDataFetcher.getRecords.Time': {
-    type: 'histogram',
-    name: 'get_records_duration_seconds',
-    help: 'GetRecords latency (Java KinesisDataFetcher.getRecords.Time)',
-    labels: [],
-  },
-  'ProcessTask/KinesisDataFetcher.getRecords.Success': {
-    type: 'counter',
-    name: 'get_records_total',
-    help: 'Successful GetRecords calls (Java KinesisDataFetcher.getRecords.Success)',
-    labels: [],
-  },
-  'RenewAllLeases/CurrentLeases': {
-    type: 'gauge',
-    name: 'current_leases',
-    help: 'Leases this worker holds (Java CurrentLeases)',
-    labels: ['worker_id'],
-  },
-  'LeaseCleanup/GarbageLeasesDeleted': {
-    type: 'counter',
-    name: 'garbage_leases_deleted_total',
-    help: 'Leases of shards that no longer exist (a deleted stream, say), deleted by the cleanup',
-    labels: [],
-  },
-  'RenewAllLeases/LostLeases': {
-    type: 'counter',
-    name: 'lost_leases_total',
-    help: 'Leases this worker lost without releasing them (Java LostLeases)',
-    labels: ['worker_id'],
-  },
-  'RenewAllLeases/Time': {
-    type: 'histogram',
-    name: 'renew_leases_duration_seconds',
-    help: 'Time to renew all held leases (Java RenewAllLeases Time)',
-    labels: ['worker_id'],
-  },
-  'RenewAllLeases/Success': {
-    type: 'counter',
-    name: 'lease_renewal_rounds_total',
-    help: 'Completed lease renewal rounds (Java RenewAllLeases Success)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/NumWorkers': {
-    type: 'gauge',
-    name: 'workers',
-    help: 'Live workers of the application seen by this worker (Java NumWorkers)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/ExpiredLeases': {
-    type: 'gauge',
-    name: 'expired_leases',
-    help: 'Leases seen expired at the last rebalance (Java ExpiredLeases)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/TakenLeases': {
-    type: 'counter',
-    name: 'taken_leases_total',
-    help: 'Leases this worker took (Java TakenLeases)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/TotalLeases': {
-    type: 'gauge',
-    name: 'total_leases',
-    help: 'Unfinished leases of the application at the last rebalance (Java TotalLeases)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/NeededLeases': {
-    type: 'gauge',
-    name: 'needed_leases',
-    help: 'Leases this worker lacked to reach its target at the last rebalance (Java NeededLeases)',
-    labels: ['worker_id'],
-  },
-  'TakeLeases/LeasesToTake': {
-    type: 'gauge',
-    name: 'leases_to_take',
-    help: 'Leases chosen to take at the last rebalance (Java LeasesToTake)',
-    labels: ['worker_id'],
-  },
-};
 
 const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -230,29 +97,22 @@ function loadPromClient(): PromClient {
 export function createPrometheusMetricsSink(
   options: PrometheusMetricsSinkOptions = {},
 ): PrometheusMetricsSink {
-  const problems: string[] = [];
+  const check = new OptionProblems('@kcl/consumer createPrometheusMetricsSink');
   const given = (options ?? {}) as Partial<PrometheusMetricsSinkOptions>;
-  if (
-    given.registry !== undefined &&
-    (given.registry === null ||
-      typeof given.registry.metrics !== 'function' ||
-      typeof given.registry.getSingleMetric !== 'function')
-  ) {
-    problems.push('registry must be a prom-client Registry');
-  }
+  const registry = check.optionalObjectWith<PrometheusRegistry>(
+    'registry',
+    given.registry,
+    ['metrics', 'getSingleMetric'],
+    'a prom-client Registry',
+  );
   const prefix = given.prefix ?? 'kcl_';
   if (typeof prefix !== 'string' || (prefix !== '' && !METRIC_NAME.test(prefix))) {
-    problems.push(
+    check.add(
       `prefix ${JSON.stringify(prefix)} is not a valid start of a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)`,
     );
   }
-  if (given.level !== undefined && !METRICS_LEVELS.includes(given.level)) {
-    problems.push(`level must be one of ${METRICS_LEVELS.join(', ')}, got ${JSON.stringify(given.level)}`);
-  }
-  const staleAfterMs = given.staleAfterMs ?? 300_000;
-  if (typeof staleAfterMs !== 'number' || !Number.isInteger(staleAfterMs) || staleAfterMs < 1) {
-    problems.push(`staleAfterMs must be a positive integer, got ${JSON.stringify(staleAfterMs)}`);
-  }
+  const level = check.oneOf('level', given.level, METRICS_LEVELS, 'DETAILED');
+  const staleAfterMs = check.integer('staleAfterMs', given.staleAfterMs, 300_000, { min: 1 });
   const buckets = given.buckets ?? DEFAULT_BUCKETS;
   if (
     !Array.isArray(buckets) ||
@@ -261,28 +121,24 @@ export function createPrometheusMetricsSink(
       (bucket, index) => !Number.isFinite(bucket) || (index > 0 && bucket <= (buckets[index - 1] as number)),
     )
   ) {
-    problems.push('buckets must be a non-empty list of ascending finite numbers (seconds)');
+    check.add('buckets must be a non-empty list of ascending finite numbers (seconds)');
   }
+  const clock = given.clock === undefined ? null : check.clock('clock', given.clock, systemClock);
+  const logger = given.logger === undefined ? null : check.logger('logger', given.logger, noopLogger);
   let client: PromClient | null = null;
   try {
     client = loadPromClient();
   } catch (error) {
-    problems.push(
+    check.add(
       `prom-client could not be loaded (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}): install it to use the Prometheus sink`,
     );
   }
-  if (problems.length > 0 || client === null) {
-    throw new ConfigurationError('@kcl/consumer createPrometheusMetricsSink', problems);
-  }
-  const registry = given.registry ?? (client.register as unknown as PrometheusRegistry);
-  return new PrometheusSink(client, registry, {
-    prefix,
-    level: given.level ?? 'DETAILED',
-    staleAfterMs,
-    buckets: [...buckets],
-    clock: given.clock ?? null,
-    logger: given.logger ?? null,
-  });
+  check.throwIfAny();
+  return new PrometheusSink(
+    client as PromClient,
+    registry ?? ((client as PromClient).register as unknown as PrometheusRegistry),
+    { prefix, level, staleAfterMs, buckets: [...buckets], clock, logger },
+  );
 }
 
 interface PrometheusSettings {
@@ -423,19 +279,4 @@ function removeStaleSeries(gauge: SettableGauge): void {
       series.delete(key);
     }
   }
-}
-
-/** `RecordProcessor.initialize.Time` → `record_processor_initialize_time`. */
-function genericMapping(metricName: string): PrometheusMetricMapping {
-  const name = metricName
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/[^a-zA-Z0-9]+/g, '_')
-    .replace(/^_+|_+$/g, '')
-    .toLowerCase();
-  return {
-    type: 'gauge',
-    name: name === '' ? 'unnamed' : name,
-    help: `Last value of the KCL metric ${metricName}`,
-    labels: ['operation', 'shard_id', 'worker_id'],
-  };
 }

@@ -1,6 +1,6 @@
-import { ConfigurationError } from '@kcl/core';
-import type { ProcessorContext } from '../record-processor.js';
-import type { PipelineOptions } from './pipeline-options.js';
+import { noopLogger, OptionProblems, systemClock, systemRandom } from '@kcl/core';
+import type { ProcessorContext } from '../processing/record-processor.js';
+import type { PipelineOptions, ResolvedPipelineOptions } from './pipeline-options.js';
 import { resolvePipelineOptions } from './pipeline-options.js';
 import type { PipelineRuntime } from './pipeline-processor.js';
 import { PipelineProcessor } from './pipeline-processor.js';
@@ -26,18 +26,32 @@ export function createPipelineProcessorFactory(
   options: PipelineOptions,
   runtime: PipelineRuntime,
 ): PipelineProcessorFactory {
-  const { options: resolved, problems } = resolvePipelineOptions(options);
+  const check = new OptionProblems('@kcl/consumer createPipelineProcessorFactory');
+  const resolved = resolvePipelineOptions(options, check.within('pipeline'));
   const given = (runtime ?? {}) as Partial<PipelineRuntime>;
-  if (typeof given.clock?.sleep !== 'function' || typeof given.clock?.monotonicNow !== 'function') {
-    problems.push('runtime.clock must be a Clock (systemClock from @kcl/core, or a ManualClock in tests)');
+  const runtimeCheck = check.within('runtime');
+  if (given.clock === undefined) {
+    check.add('runtime.clock is required: a Clock (systemClock from @kcl/core, or a ManualClock in tests)');
   }
-  if (typeof given.random !== 'function') {
-    problems.push('runtime.random must be a RandomSource (systemRandom from @kcl/core)');
+  if (given.random === undefined)
+    check.add('runtime.random is required: a RandomSource (systemRandom from @kcl/core)');
+  if (given.logger === undefined) {
+    check.add('runtime.logger is required: a Logger (noopLogger from @kcl/core, or your own)');
   }
-  if (given.logger === undefined || typeof given.logger.warn !== 'function') {
-    problems.push('runtime.logger must be a Logger (noopLogger from @kcl/core, or your own)');
-  }
-  if (problems.length > 0)
-    throw new ConfigurationError('@kcl/consumer createPipelineProcessorFactory', problems);
-  return (_shardId, context) => new PipelineProcessor(resolved, runtime, context);
+  // The fallbacks are never used: a missing part is a problem above, and nothing is built then.
+  const checked: PipelineRuntime = {
+    clock: runtimeCheck.clock('clock', given.clock, systemClock),
+    random: runtimeCheck.random('random', given.random, systemRandom),
+    logger: runtimeCheck.logger('logger', given.logger, noopLogger),
+  };
+  check.throwIfAny();
+  return pipelineProcessorFactory(resolved, checked);
+}
+
+/** The factory for options and a runtime already checked (`createConsumer` checks them with its own). */
+export function pipelineProcessorFactory(
+  options: ResolvedPipelineOptions,
+  runtime: PipelineRuntime,
+): PipelineProcessorFactory {
+  return (_shardId, context) => new PipelineProcessor(options, runtime, context);
 }

@@ -1,5 +1,5 @@
 import { ExtendedSequenceNumber } from '@kcl/core';
-import type { KinesisRecord } from '../record-processor.js';
+import type { KinesisRecord } from '../processing/record-processor.js';
 
 /** The batch key of a message whose `handleMessage` did not choose one. */
 export const DEFAULT_BATCH_KEY = 'default';

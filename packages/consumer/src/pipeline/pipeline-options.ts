@@ -1,3 +1,4 @@
+import { OptionProblems } from '@kcl/core';
 import type { PipelineMessage } from './pipeline-message.js';
 
 /** What `handleFailed` decides for failed messages: try them again (after a backoff) or give up on them. */
@@ -142,24 +143,6 @@ export const PIPELINE_DEFAULTS = {
   drainTimeoutMs: 10_000,
 } as const;
 
-const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
-  '': [
-    'handleMessage',
-    'handleBatch',
-    'handleFailed',
-    'partitionBy',
-    'processors',
-    'batchers',
-    'checkpoint',
-    'retry',
-    'drainTimeoutMs',
-  ],
-  processors: ['concurrency', 'minDemand', 'maxDemand'],
-  batchers: ['concurrency', 'batchSize', 'batchTimeoutMs'],
-  checkpoint: ['intervalMs', 'everyMessages'],
-  retry: ['initialMs', 'maxMs'],
-};
-
 /**
  * The most messages one shard's pipeline holds at once (admitted, not yet acknowledged):
  * `processors.concurrency × maxDemand`, plus `batchers.concurrency × batchSize` when there is a
@@ -174,180 +157,167 @@ export function pipelineCapacity(options: ResolvedPipelineOptions): number {
 
 /**
  * Checks pipeline options. Returns every problem found (empty when valid), each naming the option as
- * `pipeline.<path>`, so `createConsumer` can list them in its one `ConfigurationError`.
+ * `pipeline.<path>`.
  */
 export function validatePipelineOptions(options: unknown): string[] {
-  return resolve(options).problems;
+  const check = new OptionProblems('@kcl/consumer validatePipelineOptions');
+  resolvePipelineOptions(options, check.within('pipeline'));
+  return [...check.problems];
 }
 
-/** Fills in defaults; `problems` is empty when the options are valid. */
-export function resolvePipelineOptions(options: unknown): {
-  readonly options: ResolvedPipelineOptions;
-  readonly problems: string[];
-} {
-  return resolve(options);
-}
+const KNOWN_KEYS = {
+  pipeline: [
+    'handleMessage',
+    'handleBatch',
+    'handleFailed',
+    'partitionBy',
+    'processors',
+    'batchers',
+    'checkpoint',
+    'retry',
+    'drainTimeoutMs',
+  ],
+  processors: ['concurrency', 'minDemand', 'maxDemand'],
+  batchers: ['concurrency', 'batchSize', 'batchTimeoutMs'],
+  checkpoint: ['intervalMs', 'everyMessages'],
+  retry: ['initialMs', 'maxMs'],
+} as const;
 
-function resolve(input: unknown): { options: ResolvedPipelineOptions; problems: string[] } {
-  const problems: string[] = [];
+type Handler<Name extends keyof PipelineOptions> = NonNullable<PipelineOptions[Name]>;
+
+/**
+ * Fills in the defaults of pipeline options, recording every problem in `check` (made `within` the
+ * option's name, `pipeline`); the caller throws them. The options are checked here once, and passed on
+ * resolved.
+ */
+export function resolvePipelineOptions(input: unknown, check: OptionProblems): ResolvedPipelineOptions {
   if (input === null || typeof input !== 'object') {
-    problems.push(
+    check.add(
       'pipeline must be an object { handleMessage?, handleBatch?, handleFailed?, processors?, batchers?, … }',
     );
   }
   const given = (input !== null && typeof input === 'object' ? input : {}) as Record<string, unknown>;
-
-  const section = (name: string): Record<string, unknown> => {
+  const section = (name: keyof typeof KNOWN_KEYS): Record<string, unknown> => {
     const value = given[name];
     if (value === undefined) return {};
     if (value === null || typeof value !== 'object') {
-      problems.push(`pipeline.${name} must be an object`);
+      check.add(`pipeline.${name} must be an object`);
       return {};
     }
+    check.unknownKeys(name, value, KNOWN_KEYS[name]);
     return value as Record<string, unknown>;
   };
-  const unknownKeys = (path: string, value: Record<string, unknown>): void => {
-    const known = KNOWN_KEYS[path] ?? [];
-    for (const key of Object.keys(value)) {
-      if (!known.includes(key)) {
-        const where = path === '' ? 'pipeline' : `pipeline.${path}`;
-        problems.push(`${where}.${key} is not an option (known: ${known.join(', ')})`);
-      }
-    }
-  };
-  const expectFunction = (name: string): void => {
-    if (given[name] !== undefined && typeof given[name] !== 'function') {
-      problems.push(`pipeline.${name} must be a function`);
-    }
-  };
-  const integer = (
-    path: string,
-    value: unknown,
-    fallback: number,
-    min: number,
-    max = Number.MAX_SAFE_INTEGER,
-  ): number => {
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      problems.push(
-        `pipeline.${path} must be an integer from ${min} to ${max === Number.MAX_SAFE_INTEGER ? '∞' : max}, got ${JSON.stringify(value)}`,
-      );
-      return fallback;
-    }
-    return value;
-  };
 
-  unknownKeys('', given);
-  expectFunction('handleMessage');
-  expectFunction('handleBatch');
-  expectFunction('handleFailed');
-  expectFunction('partitionBy');
-  const functionOption = <T>(name: string): T | null =>
-    typeof given[name] === 'function' ? (given[name] as T) : null;
-  const handleMessage = functionOption<NonNullable<PipelineOptions['handleMessage']>>('handleMessage');
-  const handleBatch = functionOption<NonNullable<PipelineOptions['handleBatch']>>('handleBatch');
-  const handleFailed = functionOption<NonNullable<PipelineOptions['handleFailed']>>('handleFailed');
-  const partitionBy = functionOption<NonNullable<PipelineOptions['partitionBy']>>('partitionBy');
+  check.unknownKeys('', given, KNOWN_KEYS.pipeline);
+  const handleMessage = check.optionalFunction<Handler<'handleMessage'>>(
+    'handleMessage',
+    given.handleMessage,
+    '(message, context) => void',
+  );
+  const handleBatch = check.optionalFunction<Handler<'handleBatch'>>(
+    'handleBatch',
+    given.handleBatch,
+    '(messages, batch, context) => void',
+  );
+  const handleFailed = check.optionalFunction<Handler<'handleFailed'>>(
+    'handleFailed',
+    given.handleFailed,
+    "(messages, context) => 'retry' | 'skip'",
+  );
+  const partitionBy = check.optionalFunction<Handler<'partitionBy'>>(
+    'partitionBy',
+    given.partitionBy,
+    '(message) => string',
+  );
   if (given.handleMessage === undefined && given.handleBatch === undefined) {
-    problems.push('pipeline needs handleMessage, handleBatch or both: nothing would handle the records');
+    check.add('pipeline needs handleMessage, handleBatch or both: nothing would handle the records');
   }
 
   const processorsGiven = section('processors');
-  unknownKeys('processors', processorsGiven);
-  const maxDemand = integer(
-    'processors.maxDemand',
+  const processorsCheck = check.within('processors');
+  const maxDemand = processorsCheck.integer(
+    'maxDemand',
     processorsGiven.maxDemand,
     PIPELINE_DEFAULTS.processors.maxDemand,
-    1,
+    { min: 1 },
   );
   const processors = {
-    concurrency: integer(
-      'processors.concurrency',
+    concurrency: processorsCheck.integer(
+      'concurrency',
       processorsGiven.concurrency,
       PIPELINE_DEFAULTS.processors.concurrency,
-      1,
-      10_000,
+      { min: 1, max: 10_000 },
     ),
     maxDemand,
-    minDemand: integer('processors.minDemand', processorsGiven.minDemand, Math.floor(maxDemand / 2), 0),
+    minDemand: processorsCheck.integer('minDemand', processorsGiven.minDemand, Math.floor(maxDemand / 2)),
   };
   if (processors.minDemand >= processors.maxDemand) {
-    problems.push(
+    check.add(
       `pipeline.processors.minDemand (${processors.minDemand}) must be below maxDemand (${processors.maxDemand})`,
     );
   }
 
   const batchersGiven = section('batchers');
-  unknownKeys('batchers', batchersGiven);
   if (given.batchers !== undefined && given.handleBatch === undefined) {
-    problems.push('pipeline.batchers is set but handleBatch is not: batches would never be handled');
+    check.add('pipeline.batchers is set but handleBatch is not: batches would never be handled');
   }
+  const batchersCheck = check.within('batchers');
   const batchers = {
-    concurrency: integer(
-      'batchers.concurrency',
+    concurrency: batchersCheck.integer(
+      'concurrency',
       batchersGiven.concurrency,
       PIPELINE_DEFAULTS.batchers.concurrency,
-      1,
-      10_000,
+      { min: 1, max: 10_000 },
     ),
-    batchSize: integer(
-      'batchers.batchSize',
+    batchSize: batchersCheck.integer(
+      'batchSize',
       batchersGiven.batchSize,
       PIPELINE_DEFAULTS.batchers.batchSize,
-      1,
+      {
+        min: 1,
+      },
     ),
-    batchTimeoutMs: integer(
-      'batchers.batchTimeoutMs',
+    batchTimeoutMs: batchersCheck.integer(
+      'batchTimeoutMs',
       batchersGiven.batchTimeoutMs,
       PIPELINE_DEFAULTS.batchers.batchTimeoutMs,
-      0,
     ),
   };
 
   const checkpointGiven = section('checkpoint');
-  unknownKeys('checkpoint', checkpointGiven);
+  const checkpointCheck = check.within('checkpoint');
   const checkpoint = {
-    intervalMs: integer(
-      'checkpoint.intervalMs',
+    intervalMs: checkpointCheck.integer(
+      'intervalMs',
       checkpointGiven.intervalMs,
       PIPELINE_DEFAULTS.checkpoint.intervalMs,
-      1,
+      { min: 1 },
     ),
-    everyMessages: integer(
-      'checkpoint.everyMessages',
+    everyMessages: checkpointCheck.integer(
+      'everyMessages',
       checkpointGiven.everyMessages,
       PIPELINE_DEFAULTS.checkpoint.everyMessages,
-      1,
+      { min: 1 },
     ),
   };
 
-  const retryGiven = section('retry');
-  unknownKeys('retry', retryGiven);
-  let retry = {
-    initialMs: integer('retry.initialMs', retryGiven.initialMs, PIPELINE_DEFAULTS.retry.initialMs, 1),
-    maxMs: integer('retry.maxMs', retryGiven.maxMs, PIPELINE_DEFAULTS.retry.maxMs, 1),
-  };
-  if (retry.maxMs < retry.initialMs) {
-    problems.push(
-      `pipeline.retry.maxMs (${retry.maxMs}) must not be below retry.initialMs (${retry.initialMs})`,
-    );
-    retry = { ...PIPELINE_DEFAULTS.retry };
-  }
-
-  const drainTimeoutMs = integer('drainTimeoutMs', given.drainTimeoutMs, PIPELINE_DEFAULTS.drainTimeoutMs, 0);
+  section('retry');
+  const retry = check.retryDelays('retry', given.retry, PIPELINE_DEFAULTS.retry);
+  const drainTimeoutMs = check.integer(
+    'drainTimeoutMs',
+    given.drainTimeoutMs,
+    PIPELINE_DEFAULTS.drainTimeoutMs,
+  );
 
   return {
-    options: {
-      handleMessage,
-      handleBatch,
-      handleFailed,
-      partitionBy,
-      processors,
-      batchers,
-      checkpoint,
-      retry,
-      drainTimeoutMs,
-    },
-    problems,
+    handleMessage: handleMessage ?? null,
+    handleBatch: handleBatch ?? null,
+    handleFailed: handleFailed ?? null,
+    partitionBy: partitionBy ?? null,
+    processors,
+    batchers,
+    checkpoint,
+    retry,
+    drainTimeoutMs,
   };
 }

@@ -7,7 +7,7 @@ import {
 } from '@kcl/core';
 import { ManualClock, settle } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from '../record-processor.js';
+import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from '../processing/record-processor.js';
 import { createPipelineProcessorFactory } from './create-pipeline-processor-factory.js';
 import { hashPartition } from './partitioned-queue.js';
 import type { PipelineMessage } from './pipeline-message.js';
@@ -166,7 +166,7 @@ describe('pipeline options', () => {
       drainTimeoutMs: 1.5,
     });
     expect(problems).toEqual([
-      'pipeline.handleFailed must be a function',
+      "pipeline.handleFailed must be a function (messages, context) => 'retry' | 'skip'",
       'pipeline needs handleMessage, handleBatch or both: nothing would handle the records',
       'pipeline.processors.concurrency must be an integer from 1 to 10000, got 0',
       'pipeline.processors.minDemand (20) must be below maxDemand (10)',
@@ -174,7 +174,7 @@ describe('pipeline options', () => {
       'pipeline.batchers is set but handleBatch is not: batches would never be handled',
       'pipeline.batchers.batchSize must be an integer from 1 to ∞, got 0',
       'pipeline.checkpoint.intervalMs must be an integer from 1 to ∞, got -1',
-      'pipeline.retry.maxMs (100) must not be below retry.initialMs (500)',
+      'pipeline.retry needs 0 < initialMs ≤ maxMs, got {"initialMs":500,"maxMs":100}',
       'pipeline.drainTimeoutMs must be an integer from 0 to ∞, got 1.5',
     ]);
   });
@@ -197,7 +197,7 @@ describe('pipeline options', () => {
     expect((caught as ConfigurationError).problems).toEqual([
       'pipeline needs handleMessage, handleBatch or both: nothing would handle the records',
       'pipeline.processors.maxDemand must be an integer from 1 to ∞, got 0',
-      'runtime.clock must be a Clock (systemClock from @kcl/core, or a ManualClock in tests)',
+      'runtime.clock is required: a Clock (systemClock from @kcl/core, or a ManualClock in tests)',
     ]);
   });
 });

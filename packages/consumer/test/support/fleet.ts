@@ -1,5 +1,6 @@
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { KclEvent, LeaseStore } from '@kcl/core';
+import { FLEET_TIMINGS } from '@kcl/testkit';
 import {
   type Consumer,
   type ConsumerOptions,
@@ -17,17 +18,8 @@ export interface Processed {
   readonly at: number;
 }
 
-export const FAST_TIMING = {
-  leaseRenewIntervalMs: 200,
-  leaseExpiryMs: 700,
-  rebalanceIntervalMs: 150,
-  pollIntervalMs: 50,
-  parentPollIntervalMs: 100,
-  shardSyncIntervalMs: 1_000,
-  leaseCleanupIntervalMs: 500,
-  processingRetry: { initialMs: 20, maxMs: 200 },
-  kinesisRetry: { initialMs: 20, maxMs: 200 },
-} as const;
+/** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
+export const FAST_TIMING = FLEET_TIMINGS.fast;
 
 export interface FleetOptions {
   readonly streamName: string;

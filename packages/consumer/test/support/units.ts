@@ -8,13 +8,13 @@ import {
   type MemoryLeaseTable,
 } from '@kcl/testkit';
 import { type ConsumerOptions, resolveConsumerOptions } from '../../src/consumer-options.js';
-import type { StreamReader } from '../../src/kinesis-stream.js';
-import { LeaseKeeper } from '../../src/lease-keeper.js';
-import { createLeasePlanner } from '../../src/lease-planner.js';
+import type { StreamReader } from '../../src/kinesis/kinesis-stream.js';
+import { LeaseKeeper } from '../../src/leases/lease-keeper.js';
+import { createLeasePlanner } from '../../src/leases/lease-planner.js';
+import { withStoreDeadlines } from '../../src/leases/store-deadlines.js';
 import { WorkerMetrics } from '../../src/metrics/worker-metrics.js';
-import type { RecordProcessor, RecordProcessorFactory } from '../../src/record-processor.js';
-import { ShardConsumer } from '../../src/shard-consumer.js';
-import { withStoreDeadlines } from '../../src/store-deadlines.js';
+import type { RecordProcessor, RecordProcessorFactory } from '../../src/processing/record-processor.js';
+import { ShardConsumer } from '../../src/processing/shard-consumer.js';
 import { Worker } from '../../src/worker.js';
 
 /** Unit-test parts: one shard consumer or one worker on a ManualClock, a fake stream and the memory store. */
@@ -107,12 +107,12 @@ export async function shardConsumer(options: {
     emit: (event) => events.push(event),
     onLost: () => {},
   });
-  await store.createLeaseIfAbsent({
+  await store.leases.create({
     leaseKey: PARENT,
     checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
     hashKeyRange: FULL_HASH_KEY_RANGE,
   });
-  const taken = await store.takeLease(PARENT, 0, 'me');
+  const taken = await store.leases.take(PARENT, 0, 'me');
   if (!taken.ok) throw new Error('take');
   const held = keeper.adopt(taken.lease, clock.monotonicNow());
   const consumer = new ShardConsumer({
@@ -138,7 +138,7 @@ export async function shardConsumer(options: {
     logger: noopLogger,
     emit: (event) => events.push(event),
   });
-  return { clock, store, events, consumer, stored: (): Promise<Lease | null> => memory.getLease(PARENT) };
+  return { clock, store, events, consumer, stored: (): Promise<Lease | null> => memory.leases.get(PARENT) };
 }
 
 /** A worker (with the store deadlines, as `createConsumer` builds it) on a ManualClock. */

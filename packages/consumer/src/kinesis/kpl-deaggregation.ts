@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { _Record as KinesisSdkRecord } from '@aws-sdk/client-kinesis';
 import type { HashKeyRange } from '@kcl/core';
-import { hashKeyOfPartitionKey, hashKeyRangeContains } from '@kcl/core';
-import type { KinesisRecord } from './record-processor.js';
+import { hashKeyOfPartitionKey, hashKeyRangeContains, KclError } from '@kcl/core';
+import type { KinesisRecord } from '../processing/record-processor.js';
 
 /** The four bytes that open a KPL aggregated record. */
 export const KPL_MAGIC = Uint8Array.of(0xf3, 0x89, 0x9a, 0xc2);
@@ -155,7 +155,8 @@ function parseSubRecord(message: Uint8Array): SubRecord {
     else if (field === 3 && wireType === 2) data = reader.bytes();
     else reader.skip(wireType);
   }
-  if (partitionKeyIndex === null || data === null) throw new Error('sub-record without its required fields');
+  if (partitionKeyIndex === null || data === null)
+    throw new KclError('KPL_RECORD_INVALID', 'sub-record without its required fields');
   return { partitionKeyIndex, explicitHashKeyIndex, data };
 }
 
@@ -182,21 +183,21 @@ class ProtobufReader {
     let multiplier = 1;
     for (let shift = 0; shift < 64; shift += 7) {
       const byte = this.#buffer[this.#offset++];
-      if (byte === undefined) throw new Error('truncated varint');
+      if (byte === undefined) throw new KclError('KPL_RECORD_INVALID', 'truncated varint');
       result += (byte & 0x7f) * multiplier;
       if ((byte & 0x80) === 0) {
-        if (!Number.isSafeInteger(result)) throw new Error('varint too large');
+        if (!Number.isSafeInteger(result)) throw new KclError('KPL_RECORD_INVALID', 'varint too large');
         return result;
       }
       multiplier *= 128;
     }
-    throw new Error('varint too long');
+    throw new KclError('KPL_RECORD_INVALID', 'varint too long');
   }
 
   bytes(): Uint8Array {
     const length = this.varint();
     const end = this.#offset + length;
-    if (end > this.#buffer.length) throw new Error('truncated field');
+    if (end > this.#buffer.length) throw new KclError('KPL_RECORD_INVALID', 'truncated field');
     const value = this.#buffer.subarray(this.#offset, end);
     this.#offset = end;
     return value;
@@ -207,11 +208,12 @@ class ProtobufReader {
     else if (wireType === 2) this.bytes();
     else if (wireType === 1) this.#advance(8);
     else if (wireType === 5) this.#advance(4);
-    else throw new Error(`unsupported wire type ${wireType}`);
+    else throw new KclError('KPL_RECORD_INVALID', `unsupported wire type ${wireType}`);
   }
 
   #advance(count: number): void {
-    if (this.#offset + count > this.#buffer.length) throw new Error('truncated field');
+    if (this.#offset + count > this.#buffer.length)
+      throw new KclError('KPL_RECORD_INVALID', 'truncated field');
     this.#offset += count;
   }
 }

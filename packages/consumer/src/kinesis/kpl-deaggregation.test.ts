@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hashKeyOfPartitionKey, hashKeyRange, MAX_HASH_KEY } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
-import { aggregateWithKpl } from '../test/support/kpl-aggregator.js';
+import { aggregateWithKpl } from '../../test/support/kpl-aggregator.js';
 import { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kpl-deaggregation.js';
 
 const arrival = new Date('2026-01-01T00:00:00Z');

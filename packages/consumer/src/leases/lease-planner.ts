@@ -1,7 +1,7 @@
 import type { Lease, RandomSource, WorkerRecord } from '@kcl/core';
 import { isLeaseComplete } from '@kcl/core';
 import { createRebalancer } from '@kcl/rebalancer';
-import type { RebalanceFigures } from './metrics/worker-metrics.js';
+import type { RebalanceFigures } from '../metrics/worker-metrics.js';
 
 export interface LeasePlanInput {
   readonly leases: readonly Lease[];
@@ -24,9 +24,11 @@ export interface LeasePlanner {
   recordTake(lease: Lease, now: number): void;
 }
 
+/** Checked options (`resolveConsumerOptions`), passed on as they are. */
 export interface LeasePlannerOptions {
   readonly workerId: string;
   readonly leaseExpiryMs: number;
+  /** 0: this worker never steals. */
   readonly maxLeasesToSteal: number;
   readonly maxLeasesForWorker: number;
   readonly random: RandomSource;
@@ -42,7 +44,7 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
   const rebalancer = createRebalancer({
     workerId: options.workerId,
     leaseExpiryMs: options.leaseExpiryMs,
-    maxLeasesToSteal: Math.max(1, options.maxLeasesToSteal),
+    maxLeasesToSteal: options.maxLeasesToSteal,
     ...(Number.isFinite(options.maxLeasesForWorker)
       ? { maxLeasesForWorker: options.maxLeasesForWorker }
       : {}),
@@ -63,7 +65,6 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
       for (const planned of plan.takes) {
         const lease = byKey.get(planned.leaseKey);
         if (lease === undefined || planned.complete) continue;
-        if (planned.reason === 'steal' && options.maxLeasesToSteal === 0) continue;
         take.push({ lease, stolen: planned.reason === 'steal' });
       }
       const diagnostics = plan.diagnostics;

@@ -20,6 +20,15 @@ describe('classifyKinesisError', () => {
     [new InvalidArgumentException({ message: 'x', ...meta }), 'invalid-argument'],
     [new KMSAccessDeniedException({ message: 'x', ...meta }), 'fatal'],
     [Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'transient'],
+    // Any of core's network error codes, also when the SDK wraps the socket error.
+    [Object.assign(new Error('connect timeout'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), 'transient'],
+    [
+      Object.assign(
+        new Error('request failed', { cause: Object.assign(new Error('down'), { code: 'ENETDOWN' }) }),
+        { name: 'NetworkingException' },
+      ),
+      'transient',
+    ],
     [
       Object.assign(new Error('boom'), { name: 'SomethingException', $metadata: { httpStatusCode: 503 } }),
       'transient',

@@ -1,10 +1,10 @@
-import { KclError } from '@kcl/core';
+import { isNetworkError, KclError } from '@kcl/core';
 
 /** A Kinesis call that did not answer within the consumer's `kinesisCallTimeoutMs`. */
 export class KinesisCallTimeoutError extends KclError {
   constructor(operation: string, timeoutMs: number) {
     super(
-      'KINESIS_FAILURE',
+      'KINESIS_CALL_TIMEOUT',
       `@kcl/consumer: Kinesis ${operation} did not answer within ${timeoutMs} ms (kinesisCallTimeoutMs); retrying`,
       { retryable: true },
     );
@@ -33,22 +33,9 @@ const THROTTLED = new Set([
   'RequestLimitExceeded',
   'TooManyRequestsException',
 ]);
-const TRANSIENT_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ECONNABORTED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_SOCKET',
-]);
 
 interface SdkLikeError {
   readonly name?: string;
-  readonly code?: string;
   readonly $metadata?: { readonly httpStatusCode?: number };
   readonly $retryable?: unknown;
 }
@@ -58,7 +45,7 @@ export function classifyKinesisError(error: unknown): KinesisErrorKind {
   if (typeof error !== 'object' || error === null) return 'transient';
   const sdk = error as SdkLikeError;
   const name = sdk.name ?? '';
-  if (error instanceof KinesisCallTimeoutError) return 'transient';
+  if (KclError.is(error) && error.code === 'KINESIS_CALL_TIMEOUT') return 'transient';
   if (THROTTLED.has(name)) return 'throttled';
   if (name === 'ExpiredIteratorException') return 'expired-iterator';
   if (name === 'ResourceNotFoundException') return 'not-found';
@@ -71,11 +58,18 @@ export function classifyKinesisError(error: unknown): KinesisErrorKind {
     return 'transient';
   }
   if (name === 'TimeoutError' || name === 'RequestTimeout' || name === 'AbortError') return 'transient';
-  if (sdk.code !== undefined && TRANSIENT_CODES.has(sdk.code)) return 'transient';
+  // A connection that could not be made or broke off (core's one list of codes, wrapped errors included).
+  if (isNetworkError(error)) return 'transient';
   const status = sdk.$metadata?.httpStatusCode;
   if (status !== undefined && status >= 500) return 'transient';
   if (status === 429) return 'throttled';
   if (sdk.$retryable !== undefined) return 'transient';
   if (status === undefined && !name.endsWith('Exception')) return 'transient';
   return 'fatal';
+}
+
+/** A failed Kinesis call worth trying again after a backoff: throttled, or failed transiently. */
+export function isRetryableKinesisError(error: unknown): boolean {
+  const kind = classifyKinesisError(error);
+  return kind === 'throttled' || kind === 'transient';
 }

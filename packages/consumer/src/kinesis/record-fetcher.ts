@@ -1,6 +1,6 @@
 import type { ChildShard, _Record as KinesisSdkRecord } from '@aws-sdk/client-kinesis';
 import type { Clock, RandomSource } from '@kcl/core';
-import { Backoff } from './backoff.js';
+import { Backoff } from '../backoff.js';
 import { classifyKinesisError, type KinesisErrorKind } from './kinesis-errors.js';
 import type { IteratorPosition, StreamReader } from './kinesis-stream.js';
 

@@ -2,8 +2,8 @@ import type { KclEvent } from '@kcl/core';
 import { ExtendedSequenceNumber, InvalidCheckpointError, LeaseLostError, noopLogger } from '@kcl/core';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
+import { LeaseKeeper } from '../leases/lease-keeper.js';
 import { ShardCheckpointer } from './checkpointer.js';
-import { LeaseKeeper } from './lease-keeper.js';
 
 const esn = ExtendedSequenceNumber.of;
 
@@ -20,8 +20,8 @@ async function setup(checkpoint = ExtendedSequenceNumber.TRIM_HORIZON) {
     emit: (event) => events.push(event),
     onLost: () => {},
   });
-  await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint });
-  const taken = await store.takeLease('shard-1', 0, 'me');
+  await store.leases.create({ leaseKey: 'shard-1', checkpoint });
+  const taken = await store.leases.take('shard-1', 0, 'me');
   if (!taken.ok) throw new Error('take');
   const held = keeper.adopt(taken.lease, clock.monotonicNow());
   const checkpointer = new ShardCheckpointer({
@@ -39,7 +39,7 @@ describe('ShardCheckpointer', () => {
     const { checkpointer, store, events } = await setup();
     checkpointer.allowUpTo(esn('300', 2));
     await checkpointer.checkpoint();
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('300/2');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300/2');
     expect(checkpointer.lastCheckpoint.toString()).toBe('300/2');
     expect(events.filter((event) => event.type === 'checkpoint-written')).toHaveLength(1);
   });
@@ -63,10 +63,10 @@ describe('ShardCheckpointer', () => {
     const { checkpointer, store } = await setup();
     checkpointer.allowUpTo(esn('10'));
     await checkpointer.checkpoint('10');
-    const counter = (await store.getLease('shard-1'))?.leaseCounter;
+    const counter = (await store.leases.get('shard-1'))?.leaseCounter;
     await checkpointer.checkpoint('10');
     await checkpointer.checkpoint();
-    expect((await store.getLease('shard-1'))?.leaseCounter).toBe(counter);
+    expect((await store.leases.get('shard-1'))?.leaseCounter).toBe(counter);
   });
 
   it('allows SHARD_END only at the end of the shard, where the last record also means SHARD_END', async () => {
@@ -77,7 +77,7 @@ describe('ShardCheckpointer', () => {
     );
     checkpointer.allowShardEnd();
     await checkpointer.checkpoint('900');
-    expect((await store.getLease('shard-1'))?.checkpoint.isShardEnd).toBe(true);
+    expect((await store.leases.get('shard-1'))?.checkpoint.isShardEnd).toBe(true);
   });
 
   it('rejects malformed sequence numbers with the lease named', async () => {
@@ -92,21 +92,21 @@ describe('ShardCheckpointer', () => {
     checkpointer.allowUpTo(esn('700'));
     await checkpointer.checkpoint('100');
     const prepared = await checkpointer.prepareCheckpoint('700');
-    let stored = await store.getLease('shard-1');
+    let stored = await store.leases.get('shard-1');
     expect([stored?.checkpoint.toString(), stored?.pendingCheckpoint?.toString()]).toEqual(['100', '700']);
     await prepared.checkpoint();
-    stored = await store.getLease('shard-1');
+    stored = await store.leases.get('shard-1');
     expect([stored?.checkpoint.toString(), stored?.pendingCheckpoint]).toEqual(['700', null]);
   });
 
   it('refuses to checkpoint once the lease is lost', async () => {
     const { checkpointer, store, held } = await setup();
     checkpointer.allowUpTo(esn('50'));
-    await store.takeLease('shard-1', held.lease.leaseCounter, 'thief');
+    await store.leases.take('shard-1', held.lease.leaseCounter, 'thief');
     await expect(checkpointer.checkpoint()).rejects.toThrow(LeaseLostError);
     expect(held.isHeld()).toBe(false);
     await expect(checkpointer.checkpoint()).rejects.toThrow(/no longer held/);
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
   });
 
   it('refuses to checkpoint after the lease expired locally, even though the store would accept it', async () => {
@@ -114,7 +114,7 @@ describe('ShardCheckpointer', () => {
     checkpointer.allowUpTo(esn('50'));
     await clock.advance(10_001);
     await expect(checkpointer.checkpoint()).rejects.toThrow(LeaseLostError);
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('TRIM_HORIZON');
   });
 
   it('after a delivery cut short, a checkpoint without arguments names the last completed batch, not the cut one', async () => {
@@ -128,13 +128,13 @@ describe('ShardCheckpointer', () => {
     // The worker stopped (or processRecords threw) in the middle of it: shutdownRequested's checkpoint
     // must not cover records the processor may never have handled.
     await checkpointer.checkpoint();
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('100');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('100');
     // Explicit positions inside the cut batch stay allowed: the processor knows what it handled.
     await checkpointer.checkpoint('150');
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('150');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('150');
     // And a checkpoint without arguments never goes backwards from there.
     await checkpointer.checkpoint();
-    expect((await store.getLease('shard-1'))?.checkpoint.toString()).toBe('150');
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('150');
   });
 
   it('never writes a checkpoint backwards after a checkpoint whose answer was lost had applied', async () => {
@@ -150,23 +150,23 @@ describe('ShardCheckpointer', () => {
       emit: () => {},
       onLost: () => {},
     });
-    await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
-    const taken = await store.takeLease('shard-1', 0, 'me');
+    await store.leases.create({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    const taken = await store.leases.take('shard-1', 0, 'me');
     if (!taken.ok) throw new Error('take');
     const held = keeper.adopt(taken.lease, clock.monotonicNow());
     const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'me', emit: () => {} });
     checkpointer.allowUpTo(esn('1000'));
     // Checkpoint 900 applies, but its answer is lost: the processor hears an error.
-    store.faults.loseResponseNext(1, ['updateCheckpoint']);
+    store.faults.loseResponseNext(1, ['leases.checkpoint']);
     await expect(checkpointer.checkpoint('900')).rejects.toThrow(/lost response/);
-    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    expect((await memory.leases.get('shard-1'))?.checkpoint.toString()).toBe('900');
     // A later, lower checkpoint (a replacement child that was sent less, say) must not move it back.
     await checkpointer.checkpoint('700');
-    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    expect((await memory.leases.get('shard-1'))?.checkpoint.toString()).toBe('900');
     await checkpointer.checkpoint('800');
-    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('900');
+    expect((await memory.leases.get('shard-1'))?.checkpoint.toString()).toBe('900');
     await checkpointer.checkpoint('1000');
-    expect((await memory.getLease('shard-1'))?.checkpoint.toString()).toBe('1000');
+    expect((await memory.leases.get('shard-1'))?.checkpoint.toString()).toBe('1000');
   });
 
   it('never writes a prepared checkpoint below one whose answer was lost but which applied', async () => {
@@ -182,18 +182,18 @@ describe('ShardCheckpointer', () => {
       emit: () => {},
       onLost: () => {},
     });
-    await store.createLeaseIfAbsent({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
-    const taken = await store.takeLease('shard-1', 0, 'me');
+    await store.leases.create({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    const taken = await store.leases.take('shard-1', 0, 'me');
     if (!taken.ok) throw new Error('take');
     const held = keeper.adopt(taken.lease, clock.monotonicNow());
     const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'me', emit: () => {} });
     checkpointer.allowUpTo(esn('1000'));
     await checkpointer.checkpoint('100');
-    store.faults.loseResponseNext(1, ['updateCheckpoint']);
+    store.faults.loseResponseNext(1, ['leases.checkpoint']);
     await expect(checkpointer.checkpoint('900')).rejects.toThrow(/lost response/);
     await keeper.renewAll();
     await checkpointer.prepareCheckpoint('950');
-    const stored = await memory.getLease('shard-1');
+    const stored = await memory.leases.get('shard-1');
     expect(stored?.checkpoint.toString()).toBe('900');
     expect(stored?.pendingCheckpoint?.toString()).toBe('950');
   });

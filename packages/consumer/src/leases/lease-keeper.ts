@@ -8,58 +8,13 @@ import type {
   LeaseWriteResult,
   Logger,
 } from '@kcl/core';
-import { linkSignals } from './abort-link.js';
-import { Mutex } from './mutex.js';
-
-/** A lease this worker holds: one incarnation, from the take to the loss or release. */
-export interface HeldLease {
-  readonly leaseKey: string;
-  /** Distinguishes incarnations of the same lease key: a lease taken again is a new incarnation. */
-  readonly incarnation: number;
-  /** Aborted as soon as the lease is no longer held (lost, expired or released). */
-  readonly signal: AbortSignal;
-  /** The latest copy this worker wrote or read. */
-  readonly lease: Lease;
-  /** Held and not locally expired. A lease found expired is declared lost on the spot. */
-  isHeld(): boolean;
-}
-
-type EntryState = 'held' | 'lost' | 'released';
+import { KclError } from '@kcl/core';
+import { linkSignals } from '../abort-link.js';
+import { type HeldLease, holdTurns, LeaseEntry } from './held-lease.js';
+import { judgeMismatch, type WriteJudgement } from './write-judgement.js';
 
 /** Renewals in flight at once when the store renews one lease per call. */
 const RENEW_CONCURRENCY = 16;
-
-class Entry implements HeldLease {
-  readonly leaseKey: string;
-  readonly incarnation: number;
-  readonly controller = new AbortController();
-  readonly mutex = new Mutex();
-  lease: Lease;
-  lastWriteSentAt: number;
-  state: EntryState = 'held';
-  /**
-   * A write of this lease failed without an answer (an error, a timeout, a `failed` batch result): it
-   * may have applied, so the counter this worker knows may be behind the stored one.
-   */
-  uncertain = false;
-  readonly #keeper: LeaseKeeper;
-
-  constructor(keeper: LeaseKeeper, lease: Lease, incarnation: number, writeSentAt: number) {
-    this.#keeper = keeper;
-    this.leaseKey = lease.leaseKey;
-    this.lease = lease;
-    this.incarnation = incarnation;
-    this.lastWriteSentAt = writeSentAt;
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  isHeld(): boolean {
-    return this.#keeper.isHeld(this);
-  }
-}
 
 export interface LeaseKeeperOptions {
   readonly store: LeaseStore;
@@ -81,26 +36,6 @@ export interface RenewalRound {
 }
 
 /**
- * How to read the stored lease when a write lost its race on the counter, to tell "our own earlier
- * attempt applied" from "someone else wrote".
- */
-export interface WriteJudgement {
-  /** The stored lease shows exactly this write (a retried request of it applied). */
-  readonly reflects?: (stored: Lease) => boolean;
-  /**
-   * The stored lease already holds this write's effect, or more (an earlier unanswered write of ours
-   * got further): nothing to write. Without it, the write is made again on the stored counter.
-   */
-  readonly covers?: (stored: Lease) => boolean;
-}
-
-type MismatchVerdict =
-  | { readonly kind: 'applied'; readonly lease: Lease }
-  | { readonly kind: 'covered'; readonly lease: Lease }
-  | { readonly kind: 'resynced'; readonly lease: Lease }
-  | { readonly kind: 'lost'; readonly reason: LeaseLossReason };
-
-/**
  * The leases this worker holds. All conditional writes of one lease go through here, one at a time,
  * so renewals and checkpoints never race each other on the counter. A lease is treated as lost the
  * moment it has not been written successfully within the lease expiry — measured from when that write
@@ -111,10 +46,16 @@ type MismatchVerdict =
  * `uncertain`): when a later write then loses its race on the counter while the stored lease is still
  * this worker's, it adopts the stored counter and writes again, instead of claiming a write it cannot
  * prove or giving up a lease it still owns.
+ *
+ * Why one class of some 400 lines: its state is one unit — the entries, each one's write turn, what
+ * is known of its writes and when it expires — and every method keeps the same rules on it (a write
+ * only in the entry's turn, a loss declared once, the expiry from the send time). The entry itself
+ * (`LeaseEntry`), the turn-taking for batched calls (`holdTurns`) and the judgement of a lost race
+ * (`judgeMismatch`) are their own modules.
  */
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries = new Map<string, LeaseEntry>();
   #incarnations = 0;
   #wake: AbortController | null = null;
 
@@ -126,10 +67,10 @@ export class LeaseKeeper {
   adopt(lease: Lease, writeSentAt: number): HeldLease {
     const existing = this.#entries.get(lease.leaseKey);
     if (existing !== undefined && existing.state === 'held') {
-      throw new Error(`@kcl/consumer: lease ${lease.leaseKey} is already held`);
+      throw new KclError('LEASE_ALREADY_HELD', `@kcl/consumer: lease ${lease.leaseKey} is already held`);
     }
     this.#incarnations += 1;
-    const entry = new Entry(this, lease, this.#incarnations, writeSentAt);
+    const entry = new LeaseEntry(this, lease, this.#incarnations, writeSentAt);
     this.#entries.set(lease.leaseKey, entry);
     this.#wake?.abort();
     return entry;
@@ -212,11 +153,12 @@ export class LeaseKeeper {
   }
 
   async #writeLocked(
-    entry: Entry,
+    entry: LeaseEntry,
     operation: string,
     write: (lease: Lease) => Promise<LeaseWriteResult>,
     judgement: WriteJudgement,
   ): Promise<LeaseWriteResult | null> {
+    const { store, workerId } = this.#options;
     for (let attempt = 1; ; attempt++) {
       if (!this.isHeld(entry)) return null;
       const sentAt = this.#options.clock.monotonicNow();
@@ -236,7 +178,7 @@ export class LeaseKeeper {
         this.#refresh(entry, result.lease, sentAt);
         return result;
       }
-      const verdict = await this.#judgeMismatch(entry, sentCounter, result, judgement);
+      const verdict = await judgeMismatch({ store, workerId, entry, sentCounter, result, judgement });
       if (entry.state !== 'held') return null;
       if (verdict.kind === 'applied') {
         this.#refresh(entry, verdict.lease, sentAt);
@@ -297,27 +239,14 @@ export class LeaseKeeper {
     let failed = 0;
     if (store.capabilities.batchRenew) {
       // Hold every lease's turn while the one batched call is in flight.
-      const release: Array<() => void> = [];
-      const locked = due.map(
-        (entry) =>
-          new Promise<void>((acquired) => {
-            void entry.mutex.run(
-              () =>
-                new Promise<void>((done) => {
-                  release.push(done);
-                  acquired();
-                }),
-            );
-          }),
-      );
-      await Promise.all(locked);
+      const release = await holdTurns(due);
       try {
         const sentAt = this.#options.clock.monotonicNow();
         const live = due.filter((entry) => this.isHeld(entry));
         if (live.length === 0) return { renewed: 0, lost: 0, failed: unrenewedBusy() };
         let results: LeaseBatchWriteResult[];
         try {
-          results = await store.renewLeases(
+          results = await store.leases.renewMany(
             live.map((entry) => ({ leaseKey: entry.leaseKey, leaseCounter: entry.lease.leaseCounter })),
           );
         } catch (error) {
@@ -331,7 +260,7 @@ export class LeaseKeeper {
           else if (outcome === 'failed') failed += 1;
         }
       } finally {
-        for (const done of release) done();
+        release();
       }
     } else {
       // One call per lease, a bounded number at a time, so a worker with many leases does not burst.
@@ -340,7 +269,7 @@ export class LeaseKeeper {
         for (let entry = queue.shift(); entry !== undefined; entry = queue.shift()) {
           try {
             const result = await this.write(entry, 'renew', (lease) =>
-              store.renewLease(lease.leaseKey, lease.leaseCounter),
+              store.leases.renew(lease.leaseKey, lease.leaseCounter),
             );
             if (result?.ok) renewed += 1;
             else if (result !== null) lost += 1;
@@ -357,7 +286,7 @@ export class LeaseKeeper {
 
   /** Applies one lease's batched renewal result; the lease's turn is held by the caller. */
   async #applyRenewal(
-    entry: Entry,
+    entry: LeaseEntry,
     result: LeaseBatchWriteResult | undefined,
     sentAt: number,
   ): Promise<'renewed' | 'lost' | 'failed' | 'skipped'> {
@@ -373,7 +302,15 @@ export class LeaseKeeper {
       this.#refresh(entry, result.lease, sentAt);
       return 'renewed';
     }
-    const verdict = await this.#judgeMismatch(entry, entry.lease.leaseCounter, result, this.#renewal);
+    const { store, workerId } = this.#options;
+    const verdict = await judgeMismatch({
+      store,
+      workerId,
+      entry,
+      sentCounter: entry.lease.leaseCounter,
+      result,
+      judgement: this.#renewal,
+    });
     if (entry.state !== 'held') return 'lost';
     if (verdict.kind === 'applied') {
       this.#refresh(entry, verdict.lease, sentAt);
@@ -387,7 +324,7 @@ export class LeaseKeeper {
         const again = await this.#writeLocked(
           entry,
           'renew',
-          (lease) => this.#options.store.renewLease(lease.leaseKey, lease.leaseCounter),
+          (lease) => this.#options.store.leases.renew(lease.leaseKey, lease.leaseCounter),
           this.#renewal,
         );
         if (again?.ok === true) return 'renewed';
@@ -402,48 +339,6 @@ export class LeaseKeeper {
 
   /** A renewal: any write of ours reflects it, nothing but a fresh write covers it (its time matters). */
   readonly #renewal: WriteJudgement = { reflects: (stored) => stored.owner === this.#options.workerId };
-
-  /**
-   * A write lost its race on the counter. Reads the stored lease to tell why:
-   * - `applied`: a retried request of this very write had applied (the stored lease shows the write,
-   *   one counter ahead, and no earlier write of this lease went unanswered);
-   * - `covered`: an earlier unanswered write of ours applied and already holds this write's effect
-   *   (a checkpoint at or past this one): nothing to write — never write a checkpoint backwards;
-   * - `resynced`: the lease is still this worker's but an earlier unanswered write of ours moved the
-   *   counter: adopt the stored copy and write again;
-   * - `lost`: another worker took it, or it is gone.
-   */
-  async #judgeMismatch(
-    entry: Entry,
-    sentCounter: number,
-    result: Extract<LeaseWriteResult, { ok: false }>,
-    judgement: WriteJudgement,
-  ): Promise<MismatchVerdict> {
-    if (result.reason !== 'counter-mismatch') {
-      return { kind: 'lost', reason: result.reason === 'not-found' ? 'deleted' : 'taken-by-other' };
-    }
-    let current: Lease | null;
-    try {
-      current = await this.#options.store.getLease(entry.leaseKey);
-    } catch {
-      // Without a read nothing can be proven: give the lease up (the safe side).
-      return { kind: 'lost', reason: 'taken-by-other' };
-    }
-    if (current === null) return { kind: 'lost', reason: 'deleted' };
-    const reflects = judgement.reflects ?? ((stored: Lease) => stored.owner === this.#options.workerId);
-    if (!entry.uncertain && current.leaseCounter === sentCounter + 1 && reflects(current)) {
-      return { kind: 'applied', lease: current };
-    }
-    // Only a write of ours that went unanswered explains a counter that moved under our own name;
-    // without one, someone else writes as this worker (a second process with the same worker id).
-    if (entry.uncertain && current.leaseCounter > sentCounter && judgement.covers?.(current) === true) {
-      return { kind: 'covered', lease: current };
-    }
-    if (entry.uncertain && current.owner === this.#options.workerId && current.leaseCounter > sentCounter) {
-      return { kind: 'resynced', lease: current };
-    }
-    return { kind: 'lost', reason: 'taken-by-other' };
-  }
 
   /**
    * Compares held leases with a fresh listing: a lease whose stored owner is another worker (or that
@@ -490,7 +385,7 @@ export class LeaseKeeper {
       result = await this.write(
         entry,
         'release',
-        (lease) => this.#options.store.releaseLease(lease.leaseKey, lease.leaseCounter),
+        (lease) => this.#options.store.leases.release(lease.leaseKey, lease.leaseCounter),
         { reflects: (stored) => stored.owner === null, covers: (stored) => stored.owner === null },
       );
     } catch (error) {
@@ -536,7 +431,7 @@ export class LeaseKeeper {
     });
   }
 
-  #refresh(entry: Entry, lease: Lease, sentAt: number): void {
+  #refresh(entry: LeaseEntry, lease: Lease, sentAt: number): void {
     entry.lease = lease;
     entry.uncertain = false;
     entry.lastWriteSentAt = Math.max(entry.lastWriteSentAt, sentAt);

@@ -1,7 +1,8 @@
 import type { KclEvent, Lease, LeaseStore } from '@kcl/core';
 import { ExtendedSequenceNumber, InvalidCheckpointError, KclError, LeaseLostError } from '@kcl/core';
-import type { HeldLease, LeaseKeeper } from './lease-keeper.js';
-import { Mutex } from './mutex.js';
+import type { HeldLease } from '../leases/held-lease.js';
+import type { LeaseKeeper } from '../leases/lease-keeper.js';
+import { Mutex } from '../mutex.js';
 import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from './record-processor.js';
 
 export interface ShardCheckpointerOptions {
@@ -153,7 +154,7 @@ export class ShardCheckpointer implements Checkpointer {
         target = ExtendedSequenceNumber.of(sequenceNumber, subSequenceNumber ?? 0);
       } catch (error) {
         throw new InvalidCheckpointError(
-          `@kcl/consumer: lease ${leaseKey}: ${error instanceof KclError ? error.message : String(error)}`,
+          `@kcl/consumer: lease ${leaseKey}: ${KclError.is(error) ? error.message : String(error)}`,
         );
       }
     }
@@ -195,7 +196,7 @@ export class ShardCheckpointer implements Checkpointer {
       // Never backwards: the copy the write is based on may show a later checkpoint that an earlier
       // write, whose answer was lost, stored after all.
       (lease) =>
-        store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+        store.leases.checkpoint(lease.leaseKey, lease.leaseCounter, {
           checkpoint: lease.checkpoint.isAfter(checkpoint) ? lease.checkpoint : checkpoint,
           pendingCheckpoint,
         }),

@@ -8,11 +8,12 @@ import {
   type Shard,
   type ShardFilter,
 } from '@aws-sdk/client-kinesis';
-import type { Clock, RandomSource } from '@kcl/core';
-import { linkSignals } from './abort-link.js';
-import { Backoff } from './backoff.js';
-import { withDeadline } from './deadline.js';
-import { classifyKinesisError, KinesisCallTimeoutError } from './kinesis-errors.js';
+import type { Clock, ExtendedSequenceNumber, RandomSource } from '@kcl/core';
+import { KclError } from '@kcl/core';
+import { linkSignals } from '../abort-link.js';
+import { Backoff } from '../backoff.js';
+import { withDeadline } from '../deadline.js';
+import { isRetryableKinesisError, KinesisCallTimeoutError } from './kinesis-errors.js';
 
 /** Where a shard iterator starts. */
 export type IteratorPosition =
@@ -21,6 +22,35 @@ export type IteratorPosition =
   | { readonly type: 'AT_TIMESTAMP'; readonly timestamp: Date }
   | { readonly type: 'AT_SEQUENCE_NUMBER'; readonly sequenceNumber: string }
   | { readonly type: 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
+
+/**
+ * Where reading a shard starts, from its lease's checkpoint: a sentinel as it says (a lease at
+ * SHARD_END reads from the start), a sequence number at that record (the records up to the checkpoint
+ * are dropped before delivery). AT_TIMESTAMP needs the application's initial timestamp; without one
+ * the shard is read from TRIM_HORIZON, and `onNoTimestamp` is told.
+ */
+export function startPositionOf(
+  checkpoint: ExtendedSequenceNumber,
+  initialTimestamp: Date | null,
+  onNoTimestamp: () => void,
+): IteratorPosition {
+  switch (checkpoint.sentinel) {
+    case 'TRIM_HORIZON':
+      return { type: 'TRIM_HORIZON' };
+    case 'LATEST':
+      return { type: 'LATEST' };
+    case 'AT_TIMESTAMP':
+      if (initialTimestamp === null) {
+        onNoTimestamp();
+        return { type: 'TRIM_HORIZON' };
+      }
+      return { type: 'AT_TIMESTAMP', timestamp: initialTimestamp };
+    case 'SHARD_END':
+      return { type: 'TRIM_HORIZON' };
+    default:
+      return { type: 'AT_SEQUENCE_NUMBER', sequenceNumber: checkpoint.sequenceNumber };
+  }
+}
 
 export type StreamIdentity = { readonly streamName: string } | { readonly streamArn: string };
 
@@ -108,9 +138,8 @@ export class KinesisStream implements StreamReader {
       try {
         return await this.#listAllShards(filter, signal);
       } catch (error) {
-        const kind = classifyKinesisError(error);
-        const retryable = kind === 'throttled' || kind === 'transient';
-        if (!retryable || attempt >= this.#listShardsAttempts || signal?.aborted) throw error;
+        if (!isRetryableKinesisError(error) || attempt >= this.#listShardsAttempts || signal?.aborted)
+          throw error;
         await this.#clock.sleep(backoff.next(), signal);
       }
     }
@@ -152,7 +181,11 @@ export class KinesisStream implements StreamReader {
       this.client.send(new GetShardIteratorCommand(input), options),
     );
     if (output.ShardIterator === undefined) {
-      throw new Error(`@kcl/consumer: GetShardIterator returned no iterator for ${shardId}`);
+      throw new KclError(
+        'KINESIS_NO_ITERATOR',
+        `@kcl/consumer: GetShardIterator returned no iterator for ${shardId}; retrying`,
+        { retryable: true },
+      );
     }
     return output.ShardIterator;
   }

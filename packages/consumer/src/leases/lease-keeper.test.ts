@@ -19,12 +19,12 @@ async function setup(options: { store?: LeaseStore; expiry?: number; clock?: Man
     onLost: (held, reason) => lost.push(`${held.leaseKey}:${reason}`),
   });
   const take = async (leaseKey: string): Promise<Lease> => {
-    const created = await store.createLeaseIfAbsent({
+    const created = await store.leases.create({
       leaseKey,
       checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
     });
     if (!created.ok) throw new Error('create');
-    const taken = await store.takeLease(leaseKey, created.lease.leaseCounter, 'me');
+    const taken = await store.leases.take(leaseKey, created.lease.leaseCounter, 'me');
     if (!taken.ok) throw new Error('take');
     return taken.lease;
   };
@@ -72,7 +72,7 @@ describe('LeaseKeeper', () => {
     expect(await keeper.renewAll()).toEqual({ renewed: 2, lost: 0, failed: 0 });
     expect(a.lease.leaseCounter).toBe(2);
     expect(b.lease.leaseCounter).toBe(2);
-    expect((await store.getLease('a'))?.leaseCounter).toBe(2);
+    expect((await store.leases.get('a'))?.leaseCounter).toBe(2);
     await clock.advance(9_000);
     expect(a.isHeld()).toBe(true);
   });
@@ -80,24 +80,24 @@ describe('LeaseKeeper', () => {
   it('declares a lease lost when another worker took it, and refuses its writes', async () => {
     const { clock, keeper, take, store, lost } = await setup();
     const held = keeper.adopt(await take('a'), clock.monotonicNow());
-    const stolen = await store.takeLease('a', held.lease.leaseCounter, 'thief');
+    const stolen = await store.leases.take('a', held.lease.leaseCounter, 'thief');
     expect(stolen.ok).toBe(true);
     expect(await keeper.renewAll()).toEqual({ renewed: 0, lost: 1, failed: 0 });
     expect(lost).toEqual(['a:taken-by-other']);
     const write = await keeper.write(held, 'checkpoint', (lease) =>
-      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+      store.leases.checkpoint(lease.leaseKey, lease.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of('1'),
       }),
     );
     expect(write).toBeNull();
-    expect((await store.getLease('a'))?.owner).toBe('thief');
+    expect((await store.leases.get('a'))?.owner).toBe('thief');
   });
 
   it('serialises a checkpoint with a renewal so neither sees the other as a lost race', async () => {
     const { clock, keeper, take, store, lost } = await setup();
     const held = keeper.adopt(await take('a'), clock.monotonicNow());
     const checkpoint = keeper.write(held, 'checkpoint', (lease) =>
-      store.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+      store.leases.checkpoint(lease.leaseKey, lease.leaseCounter, {
         checkpoint: ExtendedSequenceNumber.of('7'),
       }),
     );
@@ -108,14 +108,14 @@ describe('LeaseKeeper', () => {
     expect(held.isHeld()).toBe(true);
     const again = await keeper.renewAll();
     expect(again).toEqual({ renewed: 1, lost: 0, failed: 0 });
-    expect((await store.getLease('a'))?.checkpoint.toString()).toBe('7');
+    expect((await store.leases.get('a'))?.checkpoint.toString()).toBe('7');
   });
 
   it('recovers a renewal whose first attempt applied although the reply said it lost', async () => {
     const { clock, keeper, take, store } = await setup();
     const held = keeper.adopt(await take('a'), clock.monotonicNow());
     // Simulate a request that applied, then was retried and failed its condition.
-    await store.renewLease('a', held.lease.leaseCounter);
+    await store.leases.renew('a', held.lease.leaseCounter);
     const result = await keeper.write(held, 'renew', () =>
       Promise.resolve({ ok: false, reason: 'counter-mismatch' }),
     );
@@ -128,10 +128,10 @@ describe('LeaseKeeper', () => {
     const { clock, keeper, take, store, lost } = await setup();
     keeper.adopt(await take('a'), clock.monotonicNow());
     keeper.adopt(await take('b'), clock.monotonicNow());
-    const current = await store.getLease('a');
-    await store.takeLease('a', current?.leaseCounter ?? 0, 'other');
-    await store.deleteLease('b');
-    keeper.reconcile(await store.listLeases());
+    const current = await store.leases.get('a');
+    await store.leases.take('a', current?.leaseCounter ?? 0, 'other');
+    await store.leases.delete('b');
+    keeper.reconcile(await store.leases.list());
     expect(lost.sort()).toEqual(['a:taken-by-other', 'b:deleted']);
   });
 
@@ -139,7 +139,7 @@ describe('LeaseKeeper', () => {
     const { clock, keeper, take, store, lost, events } = await setup();
     const held = keeper.adopt(await take('a'), clock.monotonicNow());
     expect(await keeper.release(held)).toBe(true);
-    expect((await store.getLease('a'))?.owner).toBeNull();
+    expect((await store.leases.get('a'))?.owner).toBeNull();
     expect(lost).toEqual([]);
     expect(held.signal.aborted).toBe(true);
     expect(events.at(-1)).toEqual({ type: 'lease-released', workerId: 'me', leaseKey: 'a' });
@@ -159,12 +159,12 @@ describe('LeaseKeeper', () => {
       emit: () => {},
       onLost: (held, reason) => lost.push(`${held.leaseKey}:${reason}`),
     });
-    const created = await faulty.createLeaseIfAbsent({
+    const created = await faulty.leases.create({
       leaseKey: 'a',
       checkpoint: ExtendedSequenceNumber.LATEST,
     });
     if (!created.ok) throw new Error('create');
-    const taken = await faulty.takeLease('a', 0, 'me');
+    const taken = await faulty.leases.take('a', 0, 'me');
     if (!taken.ok) throw new Error('take');
     const held = keeper.adopt(taken.lease, 0);
     faulty.faults.setUnavailable();
@@ -184,7 +184,7 @@ describe('LeaseKeeper', () => {
     const { keeper, take, lost } = await setup({ store: faulty, expiry: 10_000, clock });
     const held = keeper.adopt(await take('a'), 0);
     await clock.advance(5_000);
-    faulty.faults.setLatency((operation) => (operation === 'renewLeases' ? 7_000 : 0));
+    faulty.faults.setLatency((operation) => (operation === 'leases.renewMany' ? 7_000 : 0));
     const renewing = keeper.renewAll();
     // The shard consumer checks its lease after the expiry, while the renewal is still on its way.
     await clock.advance(5_001);
@@ -206,7 +206,7 @@ describe('LeaseKeeper', () => {
     const held = keeper.adopt(await take('a'), 0);
     const stop = new AbortController();
     const watching = keeper.watchExpiry(stop.signal);
-    faulty.faults.hangNext(1, Number.POSITIVE_INFINITY, ['renewLeases']);
+    faulty.faults.hangNext(1, Number.POSITIVE_INFINITY, ['leases.renewMany']);
     void keeper.renewAll().catch(() => undefined);
     await clock.advance(10_000);
     expect(lost).toEqual([]);
@@ -226,15 +226,15 @@ describe('LeaseKeeper', () => {
     const { keeper, take, lost } = await setup({ store: faulty, expiry: 10_000, clock });
     const held = keeper.adopt(await take('a'), 0);
     // The renewal applies (the counter moves) but its reply is lost.
-    faulty.faults.loseResponseNext(1, ['renewLeases']);
+    faulty.faults.loseResponseNext(1, ['leases.renewMany']);
     await expect(keeper.renewAll()).rejects.toThrow(/lost response/);
     expect(held.lease.leaseCounter).toBe(1);
-    expect((await faulty.getLease('a'))?.leaseCounter).toBe(2);
+    expect((await faulty.leases.get('a'))?.leaseCounter).toBe(2);
     const written = await keeper.write(
       held,
       'checkpoint',
       (lease) =>
-        faulty.updateCheckpoint(lease.leaseKey, lease.leaseCounter, {
+        faulty.leases.checkpoint(lease.leaseKey, lease.leaseCounter, {
           checkpoint: ExtendedSequenceNumber.of('42'),
         }),
       {
@@ -244,7 +244,7 @@ describe('LeaseKeeper', () => {
     );
     expect(written?.ok).toBe(true);
     // Written for real — not reported as written on the strength of the renewal's counter.
-    expect((await faulty.getLease('a'))?.checkpoint.toString()).toBe('42');
+    expect((await faulty.leases.get('a'))?.checkpoint.toString()).toBe('42');
     expect(held.lease.leaseCounter).toBe(3);
     expect(lost).toEqual([]);
     expect(held.isHeld()).toBe(true);
@@ -254,9 +254,12 @@ describe('LeaseKeeper', () => {
     const store = createMemoryLeaseStore({ applicationName: 'partial' });
     const partial: LeaseStore = {
       ...store,
-      renewLeases: async (renewals) => {
-        const results = await store.renewLeases(renewals.slice(1));
-        return [{ ok: false, reason: 'failed', error: new Error('throttled') }, ...results];
+      leases: {
+        ...store.leases,
+        renewMany: async (renewals) => {
+          const results = await store.leases.renewMany(renewals.slice(1));
+          return [{ ok: false, reason: 'failed', error: new Error('throttled') }, ...results];
+        },
       },
     };
     const { clock, keeper, take, lost } = await setup({ store: partial });

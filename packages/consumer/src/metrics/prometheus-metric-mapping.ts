@@ -1,0 +1,160 @@
+/**
+ * How the consumer's metrics (Java KCL names and dimensions) appear in Prometheus: names, types,
+ * help texts and labels. The table is data; `createPrometheusMetricsSink` reads it.
+ */
+
+/** The Prometheus labels kcl metrics carry. */
+export type LabelName = 'shard_id' | 'worker_id' | 'operation';
+
+/** How a Java KCL metric appears in Prometheus (name without the prefix). */
+export interface PrometheusMetricMapping {
+  readonly type: 'gauge' | 'counter' | 'histogram';
+  readonly name: string;
+  readonly help: string;
+  readonly labels: readonly LabelName[];
+}
+
+/** The metric dimension each label is read from. */
+export const LABEL_DIMENSIONS: Readonly<Record<LabelName, string>> = {
+  shard_id: 'ShardId',
+  worker_id: 'WorkerIdentifier',
+  operation: 'Operation',
+};
+
+/**
+ * Java KCL metrics (keyed `<Operation>/<MetricName>`) and their Prometheus names. `null`: not exported
+ * (the application-wide `MillisBehindLatest` is `max(kcl_millis_behind_latest)` in PromQL). Metrics
+ * not listed become a gauge named after them, labelled with operation, shard_id and worker_id.
+ */
+export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetricMapping | null>> = {
+  'ProcessTask/MillisBehindLatest': {
+    type: 'gauge',
+    name: 'millis_behind_latest',
+    help: 'How far the last batch read from the shard is behind its newest record, in milliseconds (Java MillisBehindLatest)',
+    labels: ['shard_id'],
+  },
+  'ApplicationTracker/MillisBehindLatest': null,
+  'ProcessTask/RecordsProcessed': {
+    type: 'counter',
+    name: 'records_processed_total',
+    help: 'Records delivered to the processor (Java RecordsProcessed)',
+    labels: ['shard_id'],
+  },
+  'ProcessTask/DataBytesProcessed': {
+    type: 'counter',
+    name: 'data_bytes_processed_total',
+    help: 'Bytes of record data delivered to the processor (Java DataBytesProcessed)',
+    labels: ['shard_id'],
+  },
+  'ProcessTask/RecordProcessor.processRecords.Time': {
+    type: 'histogram',
+    name: 'process_records_duration_seconds',
+    help: 'Time spent in processRecords per batch (Java RecordProcessor.processRecords.Time)',
+    labels: [],
+  },
+  'ProcessTask/ExpiredIterator': {
+    type: 'counter',
+    name: 'expired_iterators_total',
+    help: 'Shard iterators that expired and were renewed (Java ExpiredIterator)',
+    labels: ['shard_id'],
+  },
+  'ProcessTask/UpdateLease.Success': {
+    type: 'counter',
+    name: 'checkpoints_total',
+    help: 'Checkpoints written (Java UpdateLease.Success)',
+    labels: ['shard_id'],
+  },
+  'ProcessTask/KinesisDataFetcher.getRecords.Time': {
+    type: 'histogram',
+    name: 'get_records_duration_seconds',
+    help: 'GetRecords latency (Java KinesisDataFetcher.getRecords.Time)',
+    labels: [],
+  },
+  'ProcessTask/KinesisDataFetcher.getRecords.Success': {
+    type: 'counter',
+    name: 'get_records_total',
+    help: 'Successful GetRecords calls (Java KinesisDataFetcher.getRecords.Success)',
+    labels: [],
+  },
+  'RenewAllLeases/CurrentLeases': {
+    type: 'gauge',
+    name: 'current_leases',
+    help: 'Leases this worker holds (Java CurrentLeases)',
+    labels: ['worker_id'],
+  },
+  'LeaseCleanup/GarbageLeasesDeleted': {
+    type: 'counter',
+    name: 'garbage_leases_deleted_total',
+    help: 'Leases of shards that no longer exist (a deleted stream, say), deleted by the cleanup',
+    labels: [],
+  },
+  'RenewAllLeases/LostLeases': {
+    type: 'counter',
+    name: 'lost_leases_total',
+    help: 'Leases this worker lost without releasing them (Java LostLeases)',
+    labels: ['worker_id'],
+  },
+  'RenewAllLeases/Time': {
+    type: 'histogram',
+    name: 'renew_leases_duration_seconds',
+    help: 'Time to renew all held leases (Java RenewAllLeases Time)',
+    labels: ['worker_id'],
+  },
+  'RenewAllLeases/Success': {
+    type: 'counter',
+    name: 'lease_renewal_rounds_total',
+    help: 'Completed lease renewal rounds (Java RenewAllLeases Success)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/NumWorkers': {
+    type: 'gauge',
+    name: 'workers',
+    help: 'Live workers of the application seen by this worker (Java NumWorkers)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/ExpiredLeases': {
+    type: 'gauge',
+    name: 'expired_leases',
+    help: 'Leases seen expired at the last rebalance (Java ExpiredLeases)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/TakenLeases': {
+    type: 'counter',
+    name: 'taken_leases_total',
+    help: 'Leases this worker took (Java TakenLeases)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/TotalLeases': {
+    type: 'gauge',
+    name: 'total_leases',
+    help: 'Unfinished leases of the application at the last rebalance (Java TotalLeases)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/NeededLeases': {
+    type: 'gauge',
+    name: 'needed_leases',
+    help: 'Leases this worker lacked to reach its target at the last rebalance (Java NeededLeases)',
+    labels: ['worker_id'],
+  },
+  'TakeLeases/LeasesToTake': {
+    type: 'gauge',
+    name: 'leases_to_take',
+    help: 'Leases chosen to take at the last rebalance (Java LeasesToTake)',
+    labels: ['worker_id'],
+  },
+};
+
+/** `RecordProcessor.initialize.Time` → `record_processor_initialize_time`. */
+export function genericMapping(metricName: string): PrometheusMetricMapping {
+  const name = metricName
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/[^a-zA-Z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .toLowerCase();
+  return {
+    type: 'gauge',
+    name: name === '' ? 'unnamed' : name,
+    help: `Last value of the KCL metric ${metricName}`,
+    labels: ['operation', 'shard_id', 'worker_id'],
+  };
+}

@@ -1,0 +1,179 @@
+import { Backoff } from '../backoff.js';
+import { Deque, hashPartition } from './partitioned-queue.js';
+import type { TrackedMessage } from './pipeline-message.js';
+import type { BatchTrigger } from './pipeline-options.js';
+import { decideOnFailure, type PipelineStage } from './pipeline-stage.js';
+
+interface PendingBatch {
+  readonly batchKey: string;
+  readonly messages: TrackedMessage[];
+  readonly trigger: BatchTrigger;
+}
+
+interface Accumulator {
+  readonly lane: number;
+  readonly batchKey: string;
+  readonly messages: TrackedMessage[];
+  readonly timer: AbortController;
+}
+
+/**
+ * The batcher stage: messages gather per `batchKey` into batches handed to `handleBatch` when full
+ * (`batchSize`), when `batchTimeoutMs` has passed since the first one, or at once while draining;
+ * `batchers.concurrency` calls at a time. With `partitionBy`, a partition's messages go to one lane
+ * (one batcher each), so a key's batches are handled in order, and a key's later message is never
+ * acknowledged before its failed predecessor.
+ */
+export class BatcherStage {
+  readonly #stage: PipelineStage;
+  readonly #partitioned: boolean;
+  readonly #accumulators = new Map<string, Accumulator>();
+  readonly #queues: Deque<PendingBatch>[];
+  readonly #active: number[];
+
+  constructor(stage: PipelineStage) {
+    this.#stage = stage;
+    this.#partitioned = stage.options.partitionBy !== null;
+    const lanes = this.#partitioned ? stage.options.batchers.concurrency : 1;
+    this.#queues = Array.from({ length: lanes }, () => new Deque<PendingBatch>());
+    this.#active = Array.from({ length: lanes }, () => 0);
+  }
+
+  add(message: TrackedMessage): void {
+    message.enterStage();
+    const lane = this.#laneOf(message);
+    const key = `${lane}\u0000${message.batchKey}`;
+    let accumulator = this.#accumulators.get(key);
+    if (accumulator === undefined) {
+      accumulator = { lane, batchKey: message.batchKey, messages: [], timer: new AbortController() };
+      this.#accumulators.set(key, accumulator);
+    }
+    accumulator.messages.push(message);
+    if (accumulator.messages.length >= this.#stage.options.batchers.batchSize) {
+      this.#emit(key, accumulator, 'size');
+    } else if (accumulator.messages.length === 1) {
+      void this.#batchTimeout(key, accumulator);
+    }
+  }
+
+  /** Hands every partial batch over now (draining: nothing is left upstream to fill them). */
+  flushPartial(): void {
+    for (const [key, accumulator] of [...this.#accumulators]) this.#emit(key, accumulator, 'drain');
+  }
+
+  /** The pipeline stopped: drop the partial and queued batches (running calls finish and are ignored). */
+  clear(): void {
+    for (const accumulator of this.#accumulators.values()) accumulator.timer.abort();
+    this.#accumulators.clear();
+    for (const queue of this.#queues) queue.clear();
+  }
+
+  #laneOf(message: TrackedMessage): number {
+    if (!this.#partitioned) return 0;
+    return hashPartition(message.partition ?? '') % this.#stage.options.batchers.concurrency;
+  }
+
+  async #batchTimeout(key: string, accumulator: Accumulator): Promise<void> {
+    await this.#stage.clock.sleep(this.#stage.options.batchers.batchTimeoutMs, accumulator.timer.signal);
+    if (accumulator.timer.signal.aborted || this.#stage.halt.aborted) return;
+    if (this.#accumulators.get(key) === accumulator) this.#emit(key, accumulator, 'timeout');
+  }
+
+  #emit(key: string, accumulator: Accumulator, trigger: BatchTrigger): void {
+    this.#accumulators.delete(key);
+    accumulator.timer.abort();
+    this.#queues[accumulator.lane]?.push({
+      batchKey: accumulator.batchKey,
+      messages: accumulator.messages,
+      trigger,
+    });
+    this.#pump();
+  }
+
+  #pump(): void {
+    if (this.#stage.halt.aborted) return;
+    // Partitioned: one batcher per lane keeps a key's batches in order. Otherwise: any free batcher.
+    const perLane = this.#partitioned ? 1 : this.#stage.options.batchers.concurrency;
+    for (let lane = 0; lane < this.#queues.length; lane++) {
+      const queue = this.#queues[lane] as Deque<PendingBatch>;
+      while ((this.#active[lane] ?? 0) < perLane) {
+        const batch = queue.shift();
+        if (batch === undefined) break;
+        this.#active[lane] = (this.#active[lane] ?? 0) + 1;
+        void this.#run(lane, batch);
+      }
+    }
+  }
+
+  async #run(lane: number, batch: PendingBatch): Promise<void> {
+    const stage = this.#stage;
+    const { handleBatch } = stage.options;
+    let messages = batch.messages;
+    let trigger = batch.trigger;
+    let backoff: Backoff | null = null;
+    try {
+      if (handleBatch === null) return;
+      for (let attempt = 1; ; attempt++) {
+        for (const message of messages) message.beginAttempt();
+        try {
+          await stage.counted(() =>
+            handleBatch(
+              messages,
+              { batchKey: batch.batchKey, size: messages.length, trigger, attempt },
+              stage.context,
+            ),
+          );
+        } catch (error) {
+          for (const message of messages) message.fail(error);
+        }
+        if (stage.halt.aborted) return;
+        const failed = this.#failedInOrder(messages);
+        const again = new Set(failed);
+        for (const message of messages) if (!again.has(message)) stage.acknowledge(message);
+        if (failed.length === 0) return;
+        const action = await decideOnFailure(
+          stage,
+          failed.filter((message) => message.failed),
+          'batch',
+          batch.batchKey,
+          attempt,
+        );
+        if (stage.halt.aborted) return;
+        if (action === 'skip') {
+          for (const message of failed) stage.acknowledge(message);
+          return;
+        }
+        backoff ??= new Backoff({ ...stage.options.retry, random: stage.random });
+        await stage.clock.sleep(backoff.next(), stage.halt);
+        if (stage.halt.aborted) return;
+        messages = failed;
+        trigger = 'retry';
+      }
+    } catch (error) {
+      stage.logger.error('pipeline batcher stage failed unexpectedly', { error });
+    } finally {
+      this.#active[lane] = (this.#active[lane] ?? 1) - 1;
+      this.#pump();
+    }
+  }
+
+  /**
+   * The messages of a batch attempt that must be tried again: the failed ones and, with `partitionBy`,
+   * every later message of a partition that has a failed one — a key's later message is never
+   * acknowledged before its failed predecessor succeeds (it is handed over again after it, in order).
+   */
+  #failedInOrder(messages: readonly TrackedMessage[]): TrackedMessage[] {
+    const blocked = new Set<string>();
+    const again: TrackedMessage[] = [];
+    for (const message of messages) {
+      const partition = message.partition ?? '';
+      if (message.failed) {
+        again.push(message);
+        if (this.#partitioned) blocked.add(partition);
+      } else if (blocked.has(partition)) {
+        again.push(message);
+      }
+    }
+    return again;
+  }
+}

@@ -1,0 +1,121 @@
+import type { HeldLease } from '../leases/held-lease.js';
+import type { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { ShardConsumer, type ShardConsumerContext, type ShardConsumerState } from './shard-consumer.js';
+
+/** One held lease as `Consumer.status()` reports it. */
+export interface LeaseStatus {
+  readonly leaseKey: string;
+  readonly shardId: string;
+  readonly state: ShardConsumerState;
+  readonly checkpoint: string;
+  readonly millisBehindLatest: number | null;
+  readonly recordsProcessed: number;
+}
+
+export interface ShardConsumersOptions extends ShardConsumerContext {
+  readonly metrics: WorkerMetrics;
+}
+
+/** A running shard consumer and the promise that settles when it has ended. */
+export interface RunningConsumer {
+  readonly consumer: ShardConsumer;
+  readonly done: Promise<void>;
+}
+
+/**
+ * The shard consumers of a worker: exactly one per held lease (ARCHITECTURE §3). A consumer leaves
+ * the set when it ends; a lease is not consumed again while its previous consumer still runs, unless
+ * that one has been halted for longer than the shutdown timeout (it is then abandoned).
+ */
+export class ShardConsumers {
+  readonly #options: ShardConsumersOptions;
+  readonly #running = new Map<string, RunningConsumer>();
+
+  constructor(options: ShardConsumersOptions) {
+    this.#options = options;
+  }
+
+  has(leaseKey: string): boolean {
+    return this.#running.has(leaseKey);
+  }
+
+  /** The consumers running now. */
+  running(): RunningConsumer[] {
+    return [...this.#running.values()];
+  }
+
+  /**
+   * Whether a new incarnation of the lease may get a consumer: no previous consumer runs, or the
+   * previous one is stuck — halted (its lease gone, its writes refused) for `shutdownTimeoutMs` or
+   * more, so it starts no more deliveries — and is abandoned now.
+   */
+  mayStart(leaseKey: string): boolean {
+    const previous = this.#running.get(leaseKey);
+    if (previous === undefined) return true;
+    const { clock, settings, logger } = this.#options;
+    const haltedAt = previous.consumer.haltedAt;
+    if (haltedAt === null || clock.monotonicNow() - haltedAt < settings.shutdownTimeoutMs) return false;
+    logger.warn('abandoning a shard consumer that did not finish after losing its lease', {
+      leaseKey,
+      haltedForMs: clock.monotonicNow() - haltedAt,
+    });
+    this.#running.delete(leaseKey);
+    return true;
+  }
+
+  /**
+   * Every held lease has exactly one running consumer. A held lease whose consumer ended without
+   * giving it up (a late write revived it, a release failed) gets a new consumer: it resumes from the
+   * checkpoint, or just releases the lease if the shard is finished.
+   */
+  reconcile(held: readonly HeldLease[]): void {
+    for (const lease of held) {
+      if (this.#running.has(lease.leaseKey)) continue;
+      this.#options.logger.warn('a held lease had no shard consumer; starting one', {
+        leaseKey: lease.leaseKey,
+      });
+      this.start(lease);
+    }
+  }
+
+  /** Starts the consumer of a lease this worker now holds. */
+  start(held: HeldLease): void {
+    const options = this.#options;
+    const { metrics, logger } = options;
+    const consumer = new ShardConsumer({
+      held,
+      keeper: options.keeper,
+      store: options.store,
+      stream: options.stream,
+      processorFactory: options.processorFactory,
+      settings: options.settings,
+      workerId: options.workerId,
+      clock: options.clock,
+      random: options.random,
+      logger,
+      emit: options.emit,
+      onBatch: (report) => metrics.batch(report),
+      onGetRecords: (durationMs, records) => metrics.getRecords(durationMs, records),
+    });
+    const done = consumer
+      .run()
+      .then((outcome) => {
+        logger.debug('shard consumer ended', { leaseKey: held.leaseKey, outcome });
+      })
+      .finally(() => {
+        if (this.#running.get(held.leaseKey)?.consumer === consumer) this.#running.delete(held.leaseKey);
+      });
+    this.#running.set(held.leaseKey, { consumer, done });
+  }
+
+  status(): LeaseStatus[] {
+    return this.running().map(({ consumer }) => ({
+      leaseKey: consumer.leaseKey,
+      shardId: consumer.shardId,
+      state: consumer.state,
+      checkpoint: consumer.checkpoint.toString(),
+      millisBehindLatest: consumer.millisBehindLatest,
+      recordsProcessed: consumer.recordsProcessed,
+    }));
+  }
+}
