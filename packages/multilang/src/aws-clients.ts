@@ -1,6 +1,7 @@
 import { CloudWatchClient, type CloudWatchClientConfig } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { KinesisClient, type KinesisClientConfig } from '@aws-sdk/client-kinesis';
+import { ConfigurationError } from '@kcl/core';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { CredentialsSource } from './credentials-provider.js';
 
@@ -106,5 +107,18 @@ export async function createClientForEndpoint<
     client.destroy();
     onPlaceholder();
     return make(PLACEHOLDER_CREDENTIALS);
+  }
+}
+
+/** Checks that a client has a region (from `regionName`, `AWS_REGION` or the profile). */
+export async function requireRegion(client: {
+  readonly config: { region: () => Promise<string> };
+}): Promise<void> {
+  try {
+    await client.config.region();
+  } catch (error) {
+    throw new ConfigurationError('@kcl/multilang (properties)', [
+      `no AWS region: set regionName, or AWS_REGION in the environment (${error instanceof Error ? error.message : String(error)})`,
+    ]);
   }
 }

@@ -2,6 +2,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Checkpointer } from '@kcl/consumer';
 import type { Clock, Logger } from '@kcl/core';
+import { KclError } from '@kcl/core';
 import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
 import { launchChildProcess, signalChildProcess } from './child-process-launcher.js';
 import type { ExecutableCommand } from './executable-command.js';
@@ -159,7 +160,10 @@ export class ChildSession {
    */
   async exchange(message: ActionMessage, checkpointer: Checkpointer | null): Promise<void> {
     if (this.#busy)
-      throw new Error(`@kcl/multilang: shard ${this.shardId}: an exchange is already in progress`);
+      throw new KclError(
+        'MULTILANG_EXCHANGE_IN_PROGRESS',
+        `@kcl/multilang: shard ${this.shardId}: an exchange is already in progress; wait for its answer before sending the next action`,
+      );
     this.#busy = true;
     const action = message.action;
     try {

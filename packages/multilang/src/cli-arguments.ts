@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '@kcl/core';
+import { OptionProblems } from '@kcl/core';
 
 /** What `kcl-multilang` was asked to do. */
 export interface MultiLangArguments {
@@ -72,14 +73,14 @@ export function parseMultiLangArguments(argv: readonly string[]): ArgumentsResul
     return { ok: false, problems: [error instanceof Error ? error.message : String(error)] };
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  const problems: string[] = [];
+  const check = new OptionProblems('kcl-multilang');
   const notes: string[] = [];
   const flag = stringValue(values.properties) ?? stringValue(values['properties-file']);
   if (values.properties !== undefined && values['properties-file'] !== undefined) {
-    problems.push('give the properties file once (--properties or --properties-file)');
+    check.add('give the properties file once (--properties or --properties-file)');
   }
   if (parsed.positionals.length > 1) {
-    problems.push(
+    check.add(
       `expected one properties file, got ${parsed.positionals.length} arguments: ${parsed.positionals.join(' ')}`,
     );
   }
@@ -87,13 +88,13 @@ export function parseMultiLangArguments(argv: readonly string[]): ArgumentsResul
   if (flag !== null && positional !== null) {
     notes.push(`both --properties ${flag} and ${positional} were given: using ${flag}`);
   }
-  const common = commonOptions(values, problems, notes);
+  const common = commonOptions(values, check, notes);
   const command = values.help === true ? 'help' : values.version === true ? 'version' : 'run';
   const propertiesFile = flag ?? positional;
   if (command === 'run' && propertiesFile === null) {
-    problems.push('properties file missing: kcl-multilang --properties <file.properties>');
+    check.add('properties file missing: kcl-multilang --properties <file.properties>');
   }
-  if (problems.length > 0) return { ok: false, problems };
+  if (check.problems.length > 0) return { ok: false, problems: check.problems };
   return { ok: true, value: { command, propertiesFile, ...common, notes } };
 }
 
@@ -120,22 +121,22 @@ export function parseBootstrapArguments(argv: readonly string[]): ArgumentsResul
     return { ok: false, problems: [error instanceof Error ? error.message : String(error)] };
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  const problems: string[] = [];
+  const check = new OptionProblems('kcl-bootstrap');
   const notes: string[] = [];
   if (values.java !== undefined) notes.push('--java is ignored: kcl-multilang needs no Java');
   if (values['jar-path'] !== undefined) notes.push('--jar-path is ignored: kcl-multilang needs no jars');
-  const common = commonOptions(values, problems, notes);
+  const common = commonOptions(values, check, notes);
   const command = values.help === true ? 'help' : 'run';
   const propertiesFile = stringValue(values.properties);
   if (command === 'run' && propertiesFile === null)
-    problems.push('-p/--properties <file.properties> is required');
-  if (problems.length > 0) return { ok: false, problems };
+    check.add('-p/--properties <file.properties> is required');
+  if (check.problems.length > 0) return { ok: false, problems: check.problems };
   return { ok: true, value: { command, propertiesFile, ...common, notes, execute: values.execute === true } };
 }
 
 function commonOptions(
   values: Record<string, string | boolean | undefined>,
-  problems: string[],
+  check: OptionProblems,
   notes: string[],
 ): Pick<MultiLangArguments, 'logConfiguration' | 'exitOnChildFailure' | 'logLevel'> {
   const logConfiguration = stringValue(values['log-configuration']);
@@ -144,18 +145,12 @@ function commonOptions(
       `--log-configuration ${logConfiguration} is not used: kcl-multilang logs one line per entry to stderr (see --log-level)`,
     );
   }
-  const level = stringValue(values['log-level']);
-  let logLevel: LogLevel | null = null;
-  if (level !== null) {
-    const match = LOG_LEVELS.find((candidate) => candidate === level.toLowerCase());
-    if (match === undefined)
-      problems.push(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-    else logLevel = match;
-  }
+  const level = stringValue(values['log-level']) ?? undefined;
+  const known = LOG_LEVELS.find((candidate) => candidate === level?.toLowerCase());
   return {
     logConfiguration,
     exitOnChildFailure: values['exit-on-child-failure'] === true ? true : null,
-    logLevel,
+    logLevel: level === undefined ? null : check.oneOf('--log-level', known ?? level, LOG_LEVELS, 'info'),
   };
 }
 

@@ -9,6 +9,7 @@ export {
 } from './aws-clients.js';
 export type { ChildCheckpointerOptions } from './child-checkpointer.js';
 export { ChildCheckpointer } from './child-checkpointer.js';
+export { ChildFailureBudget, DEFAULT_CHILD_FAILURE_LIMIT } from './child-failure-budget.js';
 export type { ChildLauncher, ChildLaunchOptions, ChildSignaller } from './child-process-launcher.js';
 export { launchChildProcess, signalChildProcess } from './child-process-launcher.js';
 export type { ChildExit, ChildSessionOptions } from './child-session.js';
@@ -30,10 +31,9 @@ export type {
   MultiLangConfiguration,
   MultiLangConfigurationContext,
   MultiLangTimings,
-  PropertyInput,
   ResolvedMultiLangConfiguration,
 } from './multilang-configuration.js';
-export { MULTILANG_DEFAULTS, resolveMultiLangConfiguration } from './multilang-configuration.js';
+export { MULTILANG_DEFAULTS } from './multilang-configuration.js';
 export type {
   MultiLangDaemon,
   MultiLangDaemonOptions,
@@ -61,7 +61,6 @@ export {
 export type { MultiLangProcessorOptions } from './multilang-record-processor.js';
 export {
   createMultiLangProcessorFactory,
-  DEFAULT_CHILD_FAILURE_LIMIT,
   MultiLangShardProcessor,
 } from './multilang-record-processor.js';
 export type { ParsedProperties, PropertyEntry } from './properties-parser.js';
@@ -73,7 +72,7 @@ export {
   PROPERTY_DEFINITIONS,
   suggestPropertyKey,
 } from './property-catalogue.js';
+export type { PropertyInput } from './property-reader.js';
 export type { ReplayBatch, ReplayLimit } from './replay-buffer.js';
 export { ReplayBuffer, ReplayMemoryBudget, recordsAfter } from './replay-buffer.js';
-export type { OwnedLeaseStore, SqlFlavorOfUrl, SqlLeaseStoreSettings } from './sql-lease-store-factory.js';
-export { openSqlLeaseStore, parseSqlUrl } from './sql-lease-store-factory.js';
+export { resolveMultiLangConfiguration } from './resolve-multilang-configuration.js';

@@ -1,23 +1,15 @@
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { CloudWatchMetricsClient, Consumer, ConsumerStatus, MetricsSink } from '@kcl/consumer';
-import { createCloudWatchMetricsSink, createConsumer } from '@kcl/consumer';
 import type { Clock, KclEvent, KclEventListener, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { ConfigurationError, noopLogger, systemClock, systemRandom } from '@kcl/core';
-import { createDynamoLeaseStore } from '@kcl/store-dynamo';
-import {
-  createClientForEndpoint,
-  createCloudWatchClient,
-  createDynamoClient,
-  createKinesisClient,
-} from './aws-clients.js';
+import { Lifecycle, noopLogger, systemClock, systemRandom } from '@kcl/core';
+import { buildMultiLangConsumer, OpenedResources } from './build-multilang-consumer.js';
 import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
 import type { ChildSession } from './child-session.js';
+import { logConsumerEvent } from './log-consumer-event.js';
 import type { MultiLangConfiguration } from './multilang-configuration.js';
 import type { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import { createMultiLangProcessorFactory } from './multilang-record-processor.js';
 import { ReplayMemoryBudget } from './replay-buffer.js';
-import type { OwnedLeaseStore } from './sql-lease-store-factory.js';
-import { openSqlLeaseStore } from './sql-lease-store-factory.js';
 
 export interface MultiLangDaemonOptions {
   readonly configuration: MultiLangConfiguration;
@@ -30,7 +22,7 @@ export interface MultiLangDaemonOptions {
   readonly random?: RandomSource;
   /** Overrides `kcl.exitOnChildFailure` (the CLI's `--exit-on-child-failure`). */
   readonly exitOnChildFailure?: boolean;
-  /** Use this store instead of building one from the configuration (the daemon does not close it). */
+  /** Use this store instead of opening one from the configuration (the daemon does not close it). */
   readonly leaseStore?: LeaseStore;
   /** Use this client instead of building one from the configuration (the daemon does not destroy it). */
   readonly kinesis?: KinesisClient;
@@ -56,12 +48,17 @@ export interface MultiLangDaemonStopOptions {
 }
 
 export interface MultiLangDaemon {
-  /** Builds the clients and the store, checks the region, starts the worker. Resolves once it runs. */
+  /**
+   * Builds the clients and the store, checks the region, starts the worker. Resolves once it runs.
+   * Runs once: later calls get the same promise. After a stop that came first it rejects
+   * (`MULTILANG_DAEMON_STOPPED`): create a new daemon.
+   */
   start(): Promise<void>;
   /**
    * Stops: gracefully (every child gets `shutdownRequested`, `leaseLost`, EOF; leases are released),
    * or forced (children are terminated, leases expire). A graceful stop that outlasts
    * `shutdownGraceMillis` becomes a forced one. Idempotent; a forced stop may follow a graceful one.
+   * A stop during the start waits for the start to finish. Never rejects (see `stopped()`).
    */
   stop(options?: MultiLangDaemonStopOptions): Promise<void>;
   /** Resolves when the daemon stopped as asked; rejects with the reason when it stopped on its own. */
@@ -77,350 +74,231 @@ export interface MultiLangDaemon {
  * multilang protocol, one per lease.
  */
 export function createMultiLangDaemon(options: MultiLangDaemonOptions): MultiLangDaemon {
-  const { configuration } = options;
-  const logger = options.logger ?? noopLogger;
-  const clock = options.clock ?? systemClock;
-  const random = options.random ?? systemRandom;
-  const exitOnChildFailure = options.exitOnChildFailure ?? configuration.exitOnChildFailure;
-  const sessions = new Set<ChildSession>();
-  const cleanups: (() => Promise<void> | void)[] = [];
+  return new ChildProcessDaemon(options);
+}
 
-  let consumer: Consumer | null = null;
-  let starting: Promise<void> | null = null;
-  let gracefulStop: Promise<void> | null = null;
-  let forcedStop: Promise<void> | null = null;
-  let finished: Promise<void> | null = null;
-  let failure: unknown = null;
-  let resolveStopped: () => void = () => {};
-  let rejectStopped: (error: unknown) => void = () => {};
-  const stoppedPromise = new Promise<void>((resolve, reject) => {
-    resolveStopped = resolve;
-    rejectStopped = reject;
-  });
-  stoppedPromise.catch(() => undefined);
+/**
+ * Start and stop bookkeeping is core's `Lifecycle`; what is particular here is the stop: a graceful
+ * one is bounded by `shutdownGraceMillis` and turns into a forced one when that runs out, or when a
+ * forced stop is asked for meanwhile (`escalate`).
+ */
+class ChildProcessDaemon implements MultiLangDaemon {
+  readonly #options: MultiLangDaemonOptions;
+  readonly #configuration: MultiLangConfiguration;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #exitOnChildFailure: boolean;
+  readonly #sessions = new Set<ChildSession>();
+  readonly #resources = new OpenedResources();
+  readonly #lifecycle: Lifecycle;
+  /** Set once the worker is built. */
+  #consumer: Consumer | null = null;
+  /** The worker started: stopping it stops its shards' children. */
+  #started = false;
+  /** Set once the worker is built, when metrics are on. */
+  #metrics: MetricsSink | null = null;
+  /** A forced stop was asked for while a graceful one ran (or before it could begin). */
+  #forced = false;
+  /** Settles when `#forced` is set. */
+  readonly #forceRequested: Promise<void>;
+  #settleForceRequested: () => void = () => {};
 
-  const failWith = (error: unknown): void => {
-    failure ??= error;
-    void daemon.stop({ graceful: true });
-  };
+  constructor(options: MultiLangDaemonOptions) {
+    this.#options = options;
+    this.#configuration = options.configuration;
+    this.#logger = options.logger ?? noopLogger;
+    this.#clock = options.clock ?? systemClock;
+    this.#exitOnChildFailure = options.exitOnChildFailure ?? options.configuration.exitOnChildFailure;
+    this.#forceRequested = new Promise<void>((resolve) => {
+      this.#settleForceRequested = resolve;
+    });
+    this.#lifecycle = new Lifecycle({
+      component: '@kcl/multilang',
+      stoppedCode: 'MULTILANG_DAEMON_STOPPED',
+      start: () => this.#start(),
+      stop: (graceful) => this.#stop(graceful),
+      escalate: () => this.#requestForce(),
+    });
+  }
 
-  // Set once the worker is built, when metrics are on.
-  let metricsSink: MetricsSink | null = null;
-  const countForShard = (name: string, shardId: string): void => {
-    metricsSink?.record({
+  start(): Promise<void> {
+    return this.#lifecycle.start();
+  }
+
+  stop(options: MultiLangDaemonStopOptions = {}): Promise<void> {
+    const graceful = options.graceful ?? true;
+    // During the start the Lifecycle has no stop to escalate yet: remember it for the stop that follows.
+    if (!graceful && this.#lifecycle.state === 'starting') this.#requestForce();
+    return this.#lifecycle.stop(graceful);
+  }
+
+  stopped(): Promise<void> {
+    return this.#lifecycle.stopped();
+  }
+
+  status(): ConsumerStatus | null {
+    return this.#consumer?.status() ?? null;
+  }
+
+  get childCount(): number {
+    return this.#sessions.size;
+  }
+
+  async #start(): Promise<void> {
+    const options = this.#options;
+    const configuration = this.#configuration;
+    let consumer: Consumer;
+    try {
+      const built = await buildMultiLangConsumer({
+        configuration,
+        workingDirectory: options.workingDirectory,
+        logger: this.#logger,
+        clock: this.#clock,
+        random: options.random ?? systemRandom,
+        processor: this.#processorFactory(),
+        onEvent: (event) => this.#onEvent(event),
+        kinesis: options.kinesis,
+        leaseStore: options.leaseStore,
+        cloudWatch: options.cloudWatch,
+        resources: this.#resources,
+      });
+      this.#metrics = built.metrics;
+      consumer = built.consumer;
+      this.#consumer = consumer;
+      await consumer.start();
+    } catch (error) {
+      // Also when a stop was asked for meanwhile: `stopped()` rejects with why the start failed.
+      this.#lifecycle.fail(error);
+      throw error;
+    }
+    this.#started = true;
+    this.#logger.info('kcl-multilang started', {
+      workerId: consumer.workerId,
+      applicationName: configuration.applicationName,
+      ...configuration.stream,
+      executableName: configuration.executable.text,
+    });
+    consumer.stopped().catch((error: unknown) => {
+      this.#logger.error('the worker stopped on its own', { error });
+      this.#failWith(error);
+    });
+  }
+
+  /** Takes the daemon down, once (after the start settled, whether it worked or not). */
+  async #stop(graceful: boolean): Promise<void> {
+    try {
+      const consumer = this.#started ? this.#consumer : null;
+      if (consumer !== null) {
+        if (graceful && !this.#forced) await this.#stopGracefully(consumer);
+        else await this.#stopForcibly(consumer);
+      }
+    } finally {
+      await this.#terminateChildren();
+      await this.#resources.closeAll(this.#logger);
+    }
+  }
+
+  async #stopGracefully(consumer: Consumer): Promise<void> {
+    const graceMs = this.#configuration.timings.shutdownGraceMs;
+    this.#logger.info('stopping: children checkpoint and leases are released', {
+      shutdownGraceMillis: graceMs,
+    });
+    const deadline = new AbortController();
+    const outcome = await Promise.race([
+      consumer.stop({ graceful: true }).then(() => 'stopped' as const),
+      this.#clock.sleep(graceMs, deadline.signal).then(() => 'timeout' as const),
+      this.#forceRequested.then(() => 'forced' as const),
+    ]);
+    deadline.abort();
+    if (outcome === 'timeout') {
+      this.#logger.warn('the graceful stop took longer than shutdownGraceMillis; forcing it', {
+        shutdownGraceMillis: graceMs,
+      });
+    }
+    if (outcome !== 'stopped') await this.#stopForcibly(consumer);
+  }
+
+  async #stopForcibly(consumer: Consumer): Promise<void> {
+    this.#logger.warn('forced stop: terminating every child; leases expire instead of being released');
+    const stopping = consumer.stop({ graceful: false });
+    await this.#terminateChildren();
+    await stopping;
+  }
+
+  #requestForce(): void {
+    this.#forced = true;
+    this.#settleForceRequested();
+  }
+
+  async #terminateChildren(): Promise<void> {
+    await Promise.all([...this.#sessions].map((session) => session.terminate()));
+  }
+
+  /** Stops the daemon gracefully; `stopped()` rejects with `error`. */
+  #failWith(error: unknown): void {
+    this.#lifecycle.fail(error);
+    void this.#lifecycle.stop(true);
+  }
+
+  #processorFactory() {
+    const options = this.#options;
+    const configuration = this.#configuration;
+    return createMultiLangProcessorFactory({
+      command: configuration.executable,
+      workingDirectory: options.workingDirectory,
+      environment: options.environment,
+      logger: this.#logger,
+      clock: this.#clock,
+      messageTimeoutMs: configuration.timings.childMessageTimeoutMs,
+      exitTimeoutMs: configuration.timings.childExitTimeoutMs,
+      killTimeoutMs: configuration.timings.childKillTimeoutMs,
+      replayBufferMaxBytes: configuration.replayBufferMaxBytes,
+      // One budget for every shard: memory no longer grows with the number of leases held.
+      replayBudget: new ReplayMemoryBudget(configuration.replayBufferTotalMaxBytes),
+      childFailureLimit: configuration.childFailureLimit,
+      onChildFailure: (error) => this.#onChildFailure(error),
+      onShardGivenUp: (error) => this.#onShardGivenUp(error),
+      sessions: this.#sessions,
+      ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
+      ...(options.signalChild === undefined ? {} : { signalChild: options.signalChild }),
+    });
+  }
+
+  #onChildFailure(error: MultiLangChildError): void {
+    this.#countForShard('ChildFailures', error.shardId);
+    if (error.reason === 'replay-incomplete') {
+      this.#logger.error(
+        'stopping: a child cannot be restarted without skipping records; restart the daemon to resume from the checkpoints',
+        { shardId: error.shardId },
+      );
+      this.#failWith(error);
+    } else if (this.#exitOnChildFailure) {
+      this.#logger.error(
+        'stopping because a child failed (kcl.exitOnChildFailure / --exit-on-child-failure)',
+        { shardId: error.shardId, reason: error.reason },
+      );
+      this.#failWith(error);
+    }
+  }
+
+  /** The processor has already logged it at ERROR, with the shard and the cause. */
+  #onShardGivenUp(error: MultiLangShardGivenUpError): void {
+    this.#countForShard('LeasesGivenUp', error.shardId);
+    this.#options.onShardGivenUp?.(error);
+  }
+
+  #countForShard(name: string, shardId: string): void {
+    this.#metrics?.record({
       name,
       value: 1,
       unit: 'Count',
       dimensions: { Operation: 'MultiLangDaemon', ShardId: shardId },
       level: 'SUMMARY',
     });
-  };
+  }
 
-  // The processor has already logged it at ERROR, with the shard and the cause.
-  const onShardGivenUp = (error: MultiLangShardGivenUpError): void => {
-    countForShard('LeasesGivenUp', error.shardId);
-    options.onShardGivenUp?.(error);
-  };
-
-  const onChildFailure = (error: MultiLangChildError): void => {
-    countForShard('ChildFailures', error.shardId);
-    if (error.reason === 'replay-incomplete') {
-      logger.error(
-        'stopping: a child cannot be restarted without skipping records; restart the daemon to resume from the checkpoints',
-        {
-          shardId: error.shardId,
-        },
-      );
-      failWith(error);
-    } else if (exitOnChildFailure) {
-      logger.error('stopping because a child failed (kcl.exitOnChildFailure / --exit-on-child-failure)', {
-        shardId: error.shardId,
-        reason: error.reason,
-      });
-      failWith(error);
-    }
-  };
-
-  const processorFactory = createMultiLangProcessorFactory({
-    command: configuration.executable,
-    workingDirectory: options.workingDirectory,
-    environment: options.environment,
-    logger,
-    clock,
-    messageTimeoutMs: configuration.timings.childMessageTimeoutMs,
-    exitTimeoutMs: configuration.timings.childExitTimeoutMs,
-    killTimeoutMs: configuration.timings.childKillTimeoutMs,
-    replayBufferMaxBytes: configuration.replayBufferMaxBytes,
-    // One budget for every shard: memory no longer grows with the number of leases held.
-    replayBudget: new ReplayMemoryBudget(configuration.replayBufferTotalMaxBytes),
-    childFailureLimit: configuration.childFailureLimit,
-    onChildFailure,
-    onShardGivenUp,
-    sessions,
-    ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
-    ...(options.signalChild === undefined ? {} : { signalChild: options.signalChild }),
-  });
-
-  const logEvent = (event: KclEvent): void => {
-    switch (event.type) {
-      case 'lease-taken':
-        logger.info('lease taken', {
-          leaseKey: event.leaseKey,
-          previousOwner: event.previousOwner,
-          stolen: event.stolen,
-        });
-        break;
-      case 'lease-released':
-        logger.info('lease released', { leaseKey: event.leaseKey });
-        break;
-      case 'leases-created':
-        logger.info('leases created', { leaseKeys: event.leaseKeys, cause: event.cause });
-        break;
-      case 'shard-ended':
-        logger.info('shard ended', { leaseKey: event.leaseKey, childShardIds: event.childShardIds });
-        break;
-      case 'checkpoint-written':
-        logger.debug('checkpoint written', {
-          leaseKey: event.leaseKey,
-          checkpoint: event.checkpoint.toString(),
-        });
-        break;
-      default:
-        break;
-    }
-    options.onEvent?.(event);
-  };
-
-  const terminateChildren = async (): Promise<void> => {
-    await Promise.all([...sessions].map((session) => session.terminate()));
-  };
-
-  const cleanUp = async (): Promise<void> => {
-    await terminateChildren();
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      try {
-        await cleanup();
-      } catch (error) {
-        logger.warn('closing a client failed', { error });
-      }
-    }
-  };
-
-  const build = async (): Promise<Consumer> => {
-    const placeholder = (endpoint: string | null) => () =>
-      logger.warn('no AWS credentials found; using placeholder credentials for the local endpoint', {
-        endpoint,
-      });
-    const kinesis =
-      options.kinesis ??
-      (await createClientForEndpoint(
-        (credentials) =>
-          createKinesisClient({
-            region: configuration.region,
-            endpoint: configuration.kinesisEndpoint,
-            credentials,
-          }),
-        configuration.kinesisCredentials,
-        configuration.kinesisEndpoint,
-        placeholder(configuration.kinesisEndpoint),
-      ));
-    if (options.kinesis === undefined) cleanups.push(() => kinesis.destroy());
-
-    let leaseStore: LeaseStore;
-    const regionChecks: Promise<unknown>[] = [kinesis.config.region()];
-    if (options.leaseStore !== undefined) {
-      leaseStore = options.leaseStore;
-    } else if (configuration.leaseStore.kind === 'dynamodb') {
-      const client = await createClientForEndpoint(
-        (credentials) =>
-          createDynamoClient({
-            region: configuration.region,
-            endpoint: configuration.dynamoDBEndpoint,
-            credentials,
-          }),
-        configuration.dynamoDBCredentials,
-        configuration.dynamoDBEndpoint,
-        placeholder(configuration.dynamoDBEndpoint),
-      );
-      cleanups.push(() => client.destroy());
-      regionChecks.push(client.config.region());
-      leaseStore = createDynamoLeaseStore({
-        client,
-        applicationName: configuration.applicationName,
-        tableName: configuration.leaseStore.tableName,
-        // Only while a new table is being created: see it ACTIVE soon after it is.
-        schemaPollIntervalMs: 250,
-      });
-      logger.info('lease store: DynamoDB (Java KCL table format)', {
-        tableName: configuration.leaseStore.tableName,
-      });
-    } else {
-      const owned: OwnedLeaseStore = await openSqlLeaseStore({
-        url: configuration.leaseStore.url,
-        applicationName: configuration.applicationName,
-        tableName: configuration.leaseStore.tableName,
-        workingDirectory: options.workingDirectory,
-        onPoolError: (error) => logger.warn('idle SQL connection failed', { error }),
-      });
-      cleanups.push(() => owned.close());
-      leaseStore = owned.store;
-      logger.info(`lease store: ${owned.description}`);
-    }
-
-    try {
-      await Promise.all(regionChecks);
-    } catch (error) {
-      throw new ConfigurationError('@kcl/multilang (properties)', [
-        `no AWS region: set regionName, or AWS_REGION in the environment (${error instanceof Error ? error.message : String(error)})`,
-      ]);
-    }
-
-    let metrics: MetricsSink | null = null;
-    if (configuration.metrics.level !== 'NONE') {
-      let client = options.cloudWatch;
-      if (client === undefined) {
-        const built = createCloudWatchClient({
-          region: configuration.region,
-          credentials: configuration.cloudWatchCredentials,
-        });
-        cleanups.push(() => built.destroy());
-        client = built;
-      }
-      const sink = createCloudWatchMetricsSink({
-        client,
-        level: configuration.metrics.level,
-        bufferTimeMs: configuration.metrics.bufferTimeMs,
-        maxQueueSize: configuration.metrics.maxQueueSize,
-      });
-      cleanups.push(() => sink.close());
-      metrics = sink;
-      metricsSink = sink;
-      logger.info('CloudWatch metrics', {
-        level: configuration.metrics.level,
-        namespace: configuration.applicationName,
-      });
-    }
-
-    const { timings } = configuration;
-    return createConsumer({
-      ...configuration.stream,
-      applicationName: configuration.applicationName,
-      ...(configuration.workerId === null ? {} : { workerId: configuration.workerId }),
-      kinesis,
-      leaseStore,
-      initialPosition: configuration.initialPosition,
-      leaseRenewIntervalMs: timings.leaseRenewIntervalMs,
-      leaseExpiryMs: timings.leaseExpiryMs,
-      rebalanceIntervalMs: timings.rebalanceIntervalMs,
-      maxLeasesToSteal: configuration.maxLeasesToSteal,
-      ...(configuration.maxLeasesForWorker === null
-        ? {}
-        : { maxLeasesForWorker: configuration.maxLeasesForWorker }),
-      pollIntervalMs: timings.pollIntervalMs,
-      maxRecords: configuration.maxRecords,
-      parentPollIntervalMs: timings.parentPollIntervalMs,
-      shardSyncIntervalMs: timings.shardSyncIntervalMs,
-      leaseCleanupIntervalMs: timings.shardSyncIntervalMs,
-      // Half the grace for the children's last checkpoint, so the leases are still released in time.
-      shutdownTimeoutMs: Math.floor(timings.shutdownGraceMs / 2),
-      callProcessRecordsEvenForEmptyRecordList: configuration.callProcessRecordsEvenForEmptyRecordList,
-      processingRetry: { initialMs: timings.retryInitialMs, maxMs: timings.retryMaxMs },
-      processor: processorFactory,
-      ...(metrics === null ? {} : { metrics }),
-      metricsLevel: configuration.metrics.level,
-      logger,
-      onEvent: logEvent,
-      clock,
-      random,
-    });
-  };
-
-  const finish = (): Promise<void> => {
-    finished ??= (async () => {
-      await cleanUp();
-      if (failure === null) resolveStopped();
-      else rejectStopped(failure);
-    })();
-    return finished;
-  };
-
-  const daemon: MultiLangDaemon = {
-    start() {
-      starting ??= (async () => {
-        try {
-          consumer = await build();
-          await consumer.start();
-        } catch (error) {
-          failure ??= error;
-          await finish();
-          throw error;
-        }
-        logger.info('kcl-multilang started', {
-          workerId: consumer.workerId,
-          applicationName: configuration.applicationName,
-          ...configuration.stream,
-          executableName: configuration.executable.text,
-        });
-        const running = consumer;
-        running.stopped().catch((error: unknown) => {
-          logger.error('the worker stopped on its own', { error });
-          failWith(error);
-        });
-      })();
-      return starting;
-    },
-
-    stop(stopOptions = {}) {
-      const graceful = stopOptions.graceful ?? true;
-      if (!graceful) {
-        forcedStop ??= (async () => {
-          logger.warn('forced stop: terminating every child; leases expire instead of being released');
-          const stopping = consumer?.stop({ graceful: false }) ?? Promise.resolve();
-          await terminateChildren();
-          await stopping;
-          await finish();
-        })();
-        return forcedStop;
-      }
-      gracefulStop ??= (async () => {
-        if (starting !== null) await starting.catch(() => undefined);
-        const running = consumer;
-        if (running === null) {
-          await finish();
-          return;
-        }
-        logger.info('stopping: children checkpoint and leases are released', {
-          shutdownGraceMillis: configuration.timings.shutdownGraceMs,
-        });
-        const deadline = new AbortController();
-        const outcome = await Promise.race([
-          running.stop({ graceful: true }).then(() => 'stopped' as const),
-          clock.sleep(configuration.timings.shutdownGraceMs, deadline.signal).then(() => 'timeout' as const),
-        ]);
-        deadline.abort();
-        if (outcome === 'timeout') {
-          logger.warn('the graceful stop took longer than shutdownGraceMillis; forcing it', {
-            shutdownGraceMillis: configuration.timings.shutdownGraceMs,
-          });
-          await daemon.stop({ graceful: false });
-          return;
-        }
-        await finish();
-      })();
-      return gracefulStop;
-    },
-
-    stopped() {
-      return stoppedPromise;
-    },
-
-    status() {
-      return consumer?.status() ?? null;
-    },
-
-    get childCount() {
-      return sessions.size;
-    },
-  };
-  return daemon;
+  #onEvent(event: KclEvent): void {
+    logConsumerEvent(this.#logger, event);
+    this.#options.onEvent?.(event);
+  }
 }

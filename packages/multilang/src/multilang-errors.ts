@@ -1,4 +1,21 @@
+import type { KclErrorCode } from '@kcl/core';
 import { KclError, LeaseLostError } from '@kcl/core';
+
+/**
+ * The codes of `@kcl/multilang`'s errors (`error.code`; check with `isKclError(error, code)`):
+ * - `MULTILANG_CHILD_FAILED`: a child process failed (`MultiLangChildError`);
+ * - `MULTILANG_SHARD_GIVEN_UP`: a shard's lease is given up (`MultiLangShardGivenUpError`);
+ * - `MULTILANG_DAEMON_STOPPED`: `start()` after the daemon was stopped;
+ * - `MULTILANG_SHARD_FINISHED`: a child was asked for after its shard's lease ended;
+ * - `MULTILANG_EXCHANGE_IN_PROGRESS`: a second action was sent to a child before the first was answered.
+ * Invalid properties are core's `ConfigurationError` (`CONFIGURATION`).
+ */
+export type MultiLangErrorCode =
+  | 'MULTILANG_CHILD_FAILED'
+  | 'MULTILANG_SHARD_GIVEN_UP'
+  | 'MULTILANG_DAEMON_STOPPED'
+  | 'MULTILANG_SHARD_FINISHED'
+  | 'MULTILANG_EXCHANGE_IN_PROGRESS';
 
 /** Why a child process was given up on. */
 export type ChildFailureReason =
@@ -32,13 +49,16 @@ export class MultiLangChildError extends KclError {
     detail: string,
     options: { readonly cause?: unknown } = {},
   ) {
-    // There is no child-process code in @kcl/core's list; SHUTDOWN is the closest: the child is shut down.
-    super('SHUTDOWN', `@kcl/multilang: the child process of shard ${shardId} ${detail}`, {
+    super('MULTILANG_CHILD_FAILED', `@kcl/multilang: the child process of shard ${shardId} ${detail}`, {
       retryable: reason !== 'replay-incomplete',
       ...(options.cause === undefined ? {} : { cause: options.cause }),
     });
     this.reason = reason;
     this.shardId = shardId;
+  }
+
+  static override is(value: unknown): value is MultiLangChildError {
+    return KclError.isClass(value, 'MultiLangChildError');
   }
 }
 
@@ -51,11 +71,13 @@ export type ShardGiveUpReason =
 
 /**
  * This worker gives a shard's lease up because its children cannot process it. Thrown from
- * `processRecords`: it is a `LeaseLostError` because that is what makes the consumer end delivery at
- * once (no retry, no skip) and release the lease, which it still holds, so that another worker — or
- * this one, later, with a fresh budget — resumes from the last checkpoint.
+ * `processRecords`: it is a `LeaseLostError` (`LeaseLostError.is(error)` holds) because that is what
+ * makes the consumer end delivery at once (no retry, no skip) and release the lease, which it still
+ * holds, so that another worker — or this one, later, with a fresh budget — resumes from the last
+ * checkpoint. Its code is its own, `MULTILANG_SHARD_GIVEN_UP`.
  */
 export class MultiLangShardGivenUpError extends LeaseLostError {
+  override readonly code: KclErrorCode = 'MULTILANG_SHARD_GIVEN_UP' satisfies MultiLangErrorCode;
   readonly shardId: string;
   readonly reason: ShardGiveUpReason;
   /** Child failures without progress when it was given up. */
@@ -74,5 +96,9 @@ export class MultiLangShardGivenUpError extends LeaseLostError {
     this.reason = reason;
     this.failures = options.failures;
     if (options.cause !== undefined) this.cause = options.cause;
+  }
+
+  static override is(value: unknown): value is MultiLangShardGivenUpError {
+    return KclError.isClass(value, 'MultiLangShardGivenUpError');
   }
 }

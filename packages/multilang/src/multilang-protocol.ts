@@ -1,6 +1,6 @@
 import type { KinesisRecord } from '@kcl/consumer';
 import type { ExtendedSequenceNumber } from '@kcl/core';
-import { InvalidCheckpointError, KclError, LeaseLostError, LeaseStoreError } from '@kcl/core';
+import { InvalidCheckpointError, isKclError, LeaseLostError, LeaseStoreError } from '@kcl/core';
 
 /** The actions the daemon sends that the child acknowledges with a `status` message. */
 export type MultiLangAction =
@@ -215,14 +215,14 @@ function checkpointRequest(
 
 /** The Java exception name a child expects for an error thrown by a checkpoint. */
 export function checkpointErrorName(error: unknown): CheckpointErrorName {
-  if (error instanceof LeaseLostError) return 'ShutdownException';
-  if (error instanceof InvalidCheckpointError) return 'IllegalArgumentException';
-  if (error instanceof LeaseStoreError) {
+  // By marker, not instanceof: the error may come from another copy of @kcl/core.
+  if (LeaseLostError.is(error)) return 'ShutdownException';
+  if (InvalidCheckpointError.is(error)) return 'IllegalArgumentException';
+  if (LeaseStoreError.is(error)) {
     return error.code === 'LEASE_STORE_THROTTLED'
       ? 'ThrottlingException'
       : 'KinesisClientLibDependencyException';
   }
-  if (error instanceof KclError && error.code === 'INVALID_SEQUENCE_NUMBER')
-    return 'IllegalArgumentException';
+  if (isKclError(error, 'INVALID_SEQUENCE_NUMBER')) return 'IllegalArgumentException';
   return 'KinesisClientLibDependencyException';
 }

@@ -8,50 +8,19 @@ import type {
   ShardEndedInput,
   ShutdownRequestedInput,
 } from '@kcl/consumer';
-import type { Clock, ExtendedSequenceNumber, Logger } from '@kcl/core';
-import { childLogger } from '@kcl/core';
+import type { ExtendedSequenceNumber, Logger } from '@kcl/core';
+import { childLogger, KclError } from '@kcl/core';
+import { answeredOrAborted } from './answered-or-aborted.js';
 import { ChildCheckpointer } from './child-checkpointer.js';
-import type { ChildLauncher, ChildSignaller } from './child-process-launcher.js';
+import { ChildFailureBudget } from './child-failure-budget.js';
 import { ChildSession } from './child-session.js';
-import type { ExecutableCommand } from './executable-command.js';
 import { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
+import type { MultiLangProcessorOptions } from './multilang-processor-options.js';
 import type { ActionMessage, MultiLangAction } from './multilang-protocol.js';
 import { initializeMessage, processRecordsMessage } from './multilang-protocol.js';
-import type { ReplayMemoryBudget } from './replay-buffer.js';
 import { positionOf, ReplayBuffer, recordsAfter } from './replay-buffer.js';
 
-export interface MultiLangProcessorOptions {
-  readonly command: ExecutableCommand;
-  readonly workingDirectory: string;
-  /** The children's environment. */
-  readonly environment: Readonly<Record<string, string | undefined>>;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  /** `timeoutInSeconds` in ms, or null to wait forever. */
-  readonly messageTimeoutMs: number | null;
-  readonly exitTimeoutMs: number;
-  readonly killTimeoutMs: number;
-  /** Record bytes kept per shard for replaying to a restarted child. */
-  readonly replayBufferMaxBytes: number;
-  /** Record bytes kept for replay by every shard together (`kcl.replayBufferTotalMaxBytes`). */
-  readonly replayBudget?: ReplayMemoryBudget;
-  /**
-   * Child failures in a row without progress after which the shard's lease is given up
-   * (`kcl.childFailureLimit`); 0 never gives up. Default 5.
-   */
-  readonly childFailureLimit?: number;
-  /** Told about every child failure (after the child was ended), e.g. to stop like the Java daemon. */
-  readonly onChildFailure?: (error: MultiLangChildError) => void;
-  /** Told when a shard's lease is given up (see `MultiLangShardGivenUpError`). */
-  readonly onShardGivenUp?: (error: MultiLangShardGivenUpError) => void;
-  /** Receives every child session while it runs, so a forced stop can end them all. */
-  readonly sessions?: Set<ChildSession>;
-  readonly launcher?: ChildLauncher;
-  readonly signalChild?: ChildSignaller;
-}
-
-/** `childFailureLimit` when not set. */
-export const DEFAULT_CHILD_FAILURE_LIMIT = 5;
+export type { MultiLangProcessorOptions };
 
 /** The consumer's processor factory: one `MultiLangShardProcessor` (and one child at a time) per lease. */
 export function createMultiLangProcessorFactory(options: MultiLangProcessorOptions): RecordProcessorFactory {
@@ -84,9 +53,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
   /** The last record written to the running child: its checkpoints may not go further. */
   #lastSent: ExtendedSequenceNumber | null = null;
   #finished = false;
-  /** Child failures since the last progress (a batch acknowledged or a checkpoint moved forward). */
-  #failuresWithoutProgress = 0;
-  #lastFailure: MultiLangChildError | null = null;
+  readonly #failures: ChildFailureBudget;
   /** Set once the lease is given up: every later batch is refused with it. */
   #givenUp: MultiLangShardGivenUpError | null = null;
 
@@ -95,6 +62,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
     this.#options = options;
     this.#logger = childLogger(options.logger, { shardId });
     this.#replay = new ReplayBuffer(options.replayBufferMaxBytes, options.replayBudget ?? null);
+    this.#failures = new ChildFailureBudget(options.childFailureLimit);
   }
 
   /** The running child, if any (for status and tests). */
@@ -138,12 +106,11 @@ export class MultiLangShardProcessor implements RecordProcessor {
       session = await this.#ensureChild(input.checkpointer, null);
       await this.#run(session, { action: 'shardEnded' }, input.checkpointer);
     } catch (error) {
-      const limit = this.#options.childFailureLimit ?? DEFAULT_CHILD_FAILURE_LIMIT;
-      if (limit > 0 && this.#failuresWithoutProgress >= limit) {
+      if (this.#failures.exhausted) {
         // The consumer retries shardEnded for as long as it holds the lease and offers no way to give
         // it up from here, so the budget cannot release it: say so on every attempt.
         this.#logger.error(
-          `shard ${this.shardId} cannot finish: ${this.#failuresWithoutProgress} child failures in a row at its end (kcl.childFailureLimit = ${limit}); the lease cannot be released from shardEnded, so the daemon keeps retrying. Fix the child`,
+          `shard ${this.shardId} cannot finish: ${this.#failures.failures} child failures in a row at its end (kcl.childFailureLimit = ${this.#failures.limit}); the lease cannot be released from shardEnded, so the daemon keeps retrying. Fix the child`,
           { error },
         );
       }
@@ -178,27 +145,15 @@ export class MultiLangShardProcessor implements RecordProcessor {
     }
     // The consumer's shutdown budget is running out (its signal aborts): end a child that has not
     // answered yet, so the lease is released on time and no later call overlaps this one.
-    let onAbort: () => void = () => {};
-    const aborted = new Promise<'aborted'>((resolve) => {
-      onAbort = () => resolve('aborted');
-      if (signal.aborted) resolve('aborted');
-      else signal.addEventListener('abort', onAbort, { once: true });
+    if ((await answeredOrAborted(exchange, signal)) === 'answered') return;
+    exchange.catch(() => undefined);
+    this.#finished = true;
+    this.#replay.clear();
+    if (this.#session === session) this.#session = null;
+    this.#logger.warn('the lease ended while the child was still busy; terminating the child', {
+      pid: session.pid,
     });
-    try {
-      const outcome = await Promise.race([exchange.then(() => 'answered' as const), aborted]);
-      if (outcome === 'aborted') {
-        exchange.catch(() => undefined);
-        this.#finished = true;
-        this.#replay.clear();
-        if (this.#session === session) this.#session = null;
-        this.#logger.warn('the lease ended while the child was still busy; terminating the child', {
-          pid: session.pid,
-        });
-        await session.terminate();
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    await session.terminate();
   }
 
   async leaseLost(): Promise<void> {
@@ -257,7 +212,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
             this.shardId,
             'replay-incomplete',
             `its child died holding more unacknowledged records than the replay buffer keeps (${limits}), so a new child cannot be given all of them. Releasing the lease so the shard resumes from its last checkpoint; checkpoint more often or raise the limit`,
-            { failures: this.#failuresWithoutProgress },
+            { failures: this.#failures.failures },
           ),
         );
       }
@@ -278,7 +233,10 @@ export class MultiLangShardProcessor implements RecordProcessor {
     checkpointer: Checkpointer | null,
   ): Promise<ChildSession> {
     if (this.#finished) {
-      throw new Error(`@kcl/multilang: shard ${this.shardId} is finished; no child is started for it`);
+      throw new KclError(
+        'MULTILANG_SHARD_FINISHED',
+        `@kcl/multilang: shard ${this.shardId} is finished (its lease ended); no child is started for it`,
+      );
     }
     const options = this.#options;
     let session: ChildSession;
@@ -297,7 +255,7 @@ export class MultiLangShardProcessor implements RecordProcessor {
         ...(options.signalChild === undefined ? {} : { signal: options.signalChild }),
       });
     } catch (error) {
-      if (error instanceof MultiLangChildError) {
+      if (MultiLangChildError.is(error)) {
         this.#logger.error('the child could not be started', { error });
         this.#childFailed(error);
       }
@@ -374,12 +332,11 @@ export class MultiLangShardProcessor implements RecordProcessor {
       exitSignal: exit.signal,
       error,
     });
-    const failure =
-      error instanceof MultiLangChildError
-        ? error
-        : new MultiLangChildError(this.shardId, 'exited', `failed during ${action}: ${String(error)}`, {
-            cause: error,
-          });
+    const failure = MultiLangChildError.is(error)
+      ? error
+      : new MultiLangChildError(this.shardId, 'exited', `failed during ${action}: ${String(error)}`, {
+          cause: error,
+        });
     this.#childFailed(failure);
   }
 
@@ -403,31 +360,19 @@ export class MultiLangShardProcessor implements RecordProcessor {
   }
 
   #childFailed(error: MultiLangChildError): void {
-    this.#failuresWithoutProgress += 1;
-    this.#lastFailure = error;
+    this.#failures.failed(error);
     this.#options.onChildFailure?.(error);
   }
 
   #progressed(): void {
-    this.#failuresWithoutProgress = 0;
+    this.#failures.progressed();
   }
 
   /** Gives the lease up when the failure budget is spent; returns the error to throw, or null. */
   #giveUpIfExhausted(leaseKey: string): MultiLangShardGivenUpError | null {
     if (this.#givenUp !== null) return this.#givenUp;
-    const limit = this.#options.childFailureLimit ?? DEFAULT_CHILD_FAILURE_LIMIT;
-    const failures = this.#failuresWithoutProgress;
-    if (limit === 0 || failures < limit) return null;
-    const cause = this.#lastFailure;
-    return this.#giveUp(
-      new MultiLangShardGivenUpError(
-        leaseKey,
-        this.shardId,
-        'failure-limit',
-        `${failures} child failures in a row without progress (kcl.childFailureLimit = ${limit}); the last: ${cause?.message ?? 'unknown'}. Releasing the lease so another worker can try from the last checkpoint; fix the child (see its log lines) or the record it fails on`,
-        { failures, cause },
-      ),
-    );
+    const error = this.#failures.givenUpError(leaseKey, this.shardId);
+    return error === null ? null : this.#giveUp(error);
   }
 
   #giveUp(error: MultiLangShardGivenUpError): MultiLangShardGivenUpError {

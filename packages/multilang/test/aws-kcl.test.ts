@@ -174,9 +174,15 @@ describe('kcl-multilang with the npm aws-kcl child library', () => {
     await until(() => recordData(test.childEvents()).size === written.length, 30_000, 'every record');
 
     const events = test.childEvents();
-    const crash = events.find((event) => event.event === 'crash');
-    expect(crash).toBeDefined();
-    const crashedShard = crash?.shardId as string;
+    // One child died, on the record it was told to crash on; its shard is one of the two.
+    const crashes = events.filter((event) => event.event === 'crash');
+    expect(crashes).toEqual([
+      expect.objectContaining({
+        data: 'crash-50',
+        shardId: expect.stringMatching(/^shardId-00000000000[01]$/),
+      }),
+    ]);
+    const crashedShard = crashes[0]?.shardId as string;
     const otherShard = crashedShard.endsWith('0') ? 'shardId-000000000001' : 'shardId-000000000000';
     const initializations = (shardId: string) =>
       events.filter((event) => event.event === 'initialize' && event.shardId === shardId);
@@ -209,8 +215,14 @@ describe('kcl-multilang with the npm aws-kcl child library', () => {
     await test.daemon.start();
     await until(() => recordData(test.childEvents()).size === written.length, 30_000, 'every record');
     const events = test.childEvents();
-    const liar = events.find((event) => event.event === 'wrong-status');
-    expect(liar).toBeDefined();
+    const liars = events.filter((event) => event.event === 'wrong-status');
+    expect(liars).toEqual([
+      expect.objectContaining({
+        data: 'wrong-30',
+        shardId: expect.stringMatching(/^shardId-00000000000[01]$/),
+      }),
+    ]);
+    const liar = liars[0];
     expect(
       test.logs.some((line) => line.includes('answered processRecords with a status for \\"initialize\\"')),
     ).toBe(true);

@@ -190,7 +190,7 @@ describe('kcl-multilang and kcl-bootstrap, the commands', () => {
     for (const expected of [
       'applicationName is required',
       'streamName "not a stream name" is not a valid stream name',
-      'maxRecords must be a whole number',
+      'maxRecords must be an integer',
       'initialPositionInStream = AT_TIMESTAMP is not accepted',
       'callProcessRecordsEvenForEmptyRecordList must be true or false',
       'StsAssumeRoleCredentialsProvider is not supported',

@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openLeaseStore } from '@kcl/stores';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqlLeaseStore } from '../src/index.js';
 import { recordData } from './support/child-output.js';
 import { createTestDaemon, FAST_PROPERTIES, PACKAGE_DIR } from './support/daemon-harness.js';
 import { createStream, type LocalAws, putRecords, startLocalAws, until } from './support/local-aws.js';
@@ -73,18 +73,16 @@ describe('a child that crashes mid-batch (kinesis-local, SQLite lease store, npm
     // The final checkpoint (shutdownRequested, no argument) is at the last record, in the SQL lease table.
     const last = events.filter((event) => event.event === 'record').at(-1);
     expect(last?.data).toBe('c-9');
-    const owned = await openSqlLeaseStore({
-      url: sqlUrl,
+    const store = await openLeaseStore(`${sqlUrl}?table=kcl_leases`, {
       applicationName,
-      tableName: 'kcl_leases',
       workingDirectory: PACKAGE_DIR,
     });
     try {
-      const [lease] = await owned.store.listLeases();
+      const [lease] = await store.leases.list();
       expect(lease?.checkpoint.sequenceNumber).toBe(last?.sequenceNumber);
       expect(lease?.owner).toBeNull();
     } finally {
-      await owned.close();
+      await store.close();
     }
   });
 

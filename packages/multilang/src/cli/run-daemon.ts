@@ -4,9 +4,9 @@ import type { Logger, LogLevel } from '@kcl/core';
 import { ConfigurationError, createLineLogger } from '@kcl/core';
 import type { MultiLangArguments } from '../cli-arguments.js';
 import type { ResolvedMultiLangConfiguration } from '../multilang-configuration.js';
-import { resolveMultiLangConfiguration } from '../multilang-configuration.js';
 import { createMultiLangDaemon } from '../multilang-daemon.js';
 import { readPropertiesFile } from '../properties-parser.js';
+import { resolveMultiLangConfiguration } from '../resolve-multilang-configuration.js';
 import { signalProcessGroup } from './process-group.js';
 
 /** The package version, for --version. */
@@ -79,7 +79,7 @@ export async function runDaemon(
     logger.info('kcl-multilang stopped');
     return forced ? 130 : 0;
   } catch (error) {
-    if (error instanceof ConfigurationError) process.stderr.write(`${error.message}\n`);
+    if (ConfigurationError.is(error)) process.stderr.write(`${error.message}\n`);
     else logger.error('kcl-multilang failed', { error });
     await daemon.stopped().catch(() => undefined);
     return 1;

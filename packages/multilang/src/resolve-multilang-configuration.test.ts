@@ -1,10 +1,8 @@
 import { ConfigurationError } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
-import {
-  type MultiLangConfigurationContext,
-  resolveMultiLangConfiguration,
-} from './multilang-configuration.js';
+import type { MultiLangConfigurationContext } from './multilang-configuration.js';
 import { parseProperties } from './properties-parser.js';
+import { resolveMultiLangConfiguration } from './resolve-multilang-configuration.js';
 
 const context: MultiLangConfigurationContext = {
   environment: { PATH: process.env.PATH ?? '' },
@@ -248,9 +246,9 @@ describe('resolveMultiLangConfiguration', () => {
       'regionName "EU West" is not an AWS region id (e.g. us-east-1)',
       'kinesisEndpoint must be an http:// or https:// URL, got "localhost:4567"',
       'kcl.leaseStore must be one of dynamodb, sql, got "redis"',
-      'failoverTimeMillis must be a whole number from 3 to any, got "ten"',
-      'timeoutInSeconds must be a whole number from 1 to 2147483, got "0"',
-      'maxRecords must be a whole number from 1 to 10000, got "20000"',
+      'failoverTimeMillis must be an integer from 3 to ∞, got "ten"',
+      'timeoutInSeconds must be an integer from 1 to 2147483, got 0',
+      'maxRecords must be an integer from 1 to 10000, got 20000',
       'callProcessRecordsEvenForEmptyRecordList must be true or false, got "sure"',
       'metricsLevel must be one of NONE, SUMMARY, DETAILED, got "LOUD"',
     ]);
@@ -281,6 +279,16 @@ describe('resolveMultiLangConfiguration', () => {
     expect(problemsOf({ ...minimal, 'kcl.leaseStore': 'sql', 'kcl.sqlUrl': 'oracle://x' })).toEqual([
       'kcl.sqlUrl must start with postgres://, postgresql://, mysql://, mariadb:// or sqlite:',
     ]);
+    expect(problemsOf({ ...minimal, 'kcl.leaseStore': 'sql', 'kcl.sqlUrl': 'sqlite::memory:' })).toEqual([
+      'kcl.sqlUrl: sqlite::memory: names no file (or an in-memory database): leases must outlive the process, e.g. sqlite:/var/lib/app/leases.db',
+    ]);
+    expect(
+      problemsOf({
+        ...minimal,
+        'kcl.leaseStore': 'sql',
+        'kcl.sqlUrl': 'postgres://kcl:secret@db/x?poolSize=0',
+      }),
+    ).toEqual(['kcl.sqlUrl: poolSize=0 must be a positive integer']);
     expect(resolve({ ...minimal, 'kcl.sqlUrl': 'sqlite:x.db' }).warnings).toEqual([
       'property kcl.sqlUrl has no effect: kcl.leaseStore is dynamodb',
     ]);
