@@ -1,20 +1,23 @@
+// One file on purpose: FleetRun is the state of one seeded run (its clock, random draws, workers,
+// ledger and story), and its schedule reads top to bottom as the run goes — chaos, calm, the end.
+// The parts that stand alone live beside it: fault-schedule.ts (what each fault does),
+// fleet-progress.ts (what "caught up" means, the story of events), simulation-timings.ts.
 import { type Consumer, createConsumer } from '@kcl/consumer';
 import type { KclEvent, Lease, Logger, RandomSource } from '@kcl/core';
-import { ExtendedSequenceNumber } from '@kcl/core';
 import { SEAL_OWNER } from '@kcl/store-migrate';
 import { type FaultController, seededRandom } from '@kcl/testkit';
 import { ConsumerWatch } from './consumer-watch.js';
+import { drawKinesisFaults, type FaultContext, injectStoreFault } from './fault-schedule.js';
+import { shardsBehind, storyOfEvent } from './fleet-progress.js';
 import { Ledger, type Violation } from './ledger.js';
-import {
-  type KinesisCaller,
-  type KinesisFaults,
-  NO_KINESIS_FAULTS,
-  SimulatedKinesis,
-} from './simulated-kinesis.js';
+import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
 import { SimulatedMigration, type SimulatedStores, simulatedMemoryStores } from './simulated-migration.js';
 import { PROCESSOR_KINDS, type ProcessorKind, simulatedProcessorOptions } from './simulated-processors.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
+import { SIMULATION_TIMINGS } from './simulation-timings.js';
+
+export { SIMULATION_TIMINGS } from './simulation-timings.js';
 
 export interface FleetSimulationOptions {
   readonly seed: number;
@@ -49,22 +52,6 @@ export interface FleetSimulationResult {
     readonly merges: number;
   };
 }
-
-/** Worker timings: short, so a run covers many renewals, rebalances and expiries. */
-export const SIMULATION_TIMINGS = {
-  leaseRenewIntervalMs: 1_000,
-  leaseExpiryMs: 3_000,
-  rebalanceIntervalMs: 1_000,
-  pollIntervalMs: 200,
-  parentPollIntervalMs: 500,
-  shardSyncIntervalMs: 3_000,
-  leaseCleanupIntervalMs: 3_000,
-  shutdownTimeoutMs: 4_000,
-  storeCallTimeoutMs: 1_000,
-  kinesisCallTimeoutMs: 2_000,
-  processingRetry: { initialMs: 50, maxMs: 400 },
-  kinesisRetry: { initialMs: 50, maxMs: 1_000 },
-} as const;
 
 const APPLICATION = 'simulated-app';
 const STREAM = 'simulated-stream';
@@ -303,79 +290,14 @@ class FleetRun {
     const faults = worker?.storeFaults ?? global.faults;
     const where = worker === null ? `every worker (${global.name})` : worker.workerId;
     const durationMs = 500 + Math.floor(this.#random() * 4_000);
-    const kind = this.#random();
-    if (kind < 0.1) {
-      // Slow renewals, answering just within the call deadline: a renewal sent a renew interval after
-      // the last one then answers after the lease has expired locally (renew 1 s, expiry 3 s).
-      const { leaseExpiryMs, leaseRenewIntervalMs } = SIMULATION_TIMINGS;
-      const latencyMs = Math.min(
-        this.#storeCallTimeoutMs - 10,
-        leaseExpiryMs - leaseRenewIntervalMs + Math.floor(this.#random() * leaseRenewIntervalMs),
-      );
-      faults.setLatency((operation) =>
-        operation === 'renewLeases' || operation === 'renewLease' ? latencyMs : 0,
-      );
-      this.#tell(`store: renewals of ${where} take ${latencyMs} ms for ${durationMs} ms`);
-      void this.#clock.sleep(durationMs).then(() => faults.setLatency(0));
-    } else if (kind < 0.2) {
-      // A degraded store: slow (some calls past the deadline) and failing now and then.
-      const probability = 0.2 + this.#random() * 0.4;
-      const latencyMs = Math.floor(this.#storeCallTimeoutMs * (0.8 + this.#random() * 0.6));
-      faults.setFailureProbability(probability, this.#random);
-      faults.setLatency(() => Math.floor(this.#random() * latencyMs));
-      this.#tell(
-        `store: degraded for ${where} for ${durationMs} ms (calls up to ${latencyMs} ms, ${Math.round(probability * 100)}% fail)`,
-      );
-      void this.#clock.sleep(durationMs).then(() => faults.restore().setLatency(0));
-    } else if (kind < 0.3) {
-      const latencyMs = 100 + Math.floor(this.#random() * 4_000);
-      faults.setLatency(() => Math.floor(this.#random() * latencyMs));
-      this.#tell(`store: calls of ${where} take up to ${latencyMs} ms for ${durationMs} ms`);
-      void this.#clock.sleep(durationMs).then(() => faults.setLatency(0));
-    } else if (kind < 0.45) {
-      faults.setUnavailable();
-      this.#tell(`store: unavailable to ${where} for ${durationMs} ms`);
-      void this.#clock.sleep(durationMs).then(() => faults.restore());
-    } else if (kind < 0.65) {
-      const count = 1 + Math.floor(this.#random() * 3);
-      faults.loseResponseNext(count, [
-        'renewLeases',
-        'renewLease',
-        'updateCheckpoint',
-        'takeLease',
-        'releaseLease',
-      ]);
-      this.#tell(`store: the next ${count} write(s) of ${where} apply but lose their response`);
-    } else if (kind < 0.85) {
-      const count = 1 + Math.floor(this.#random() * 2);
-      const hangMs =
-        this.#random() < 0.3 ? Number.POSITIVE_INFINITY : 2_000 + Math.floor(this.#random() * 6_000);
-      faults.hangNext(count, hangMs);
-      this.#tell(`store: the next ${count} call(s) of ${where} hang for ${hangMs} ms`);
-    } else if (kind < 0.92) {
-      const count = 1 + Math.floor(this.#random() * 4);
-      faults.failNext(count);
-      this.#tell(`store: the next ${count} call(s) of ${where} fail`);
-    } else {
-      const count = 1 + Math.floor(this.#random() * 3);
-      faults.failNext(count, { operations: ['releaseLease'] });
-      this.#tell(`store: the next ${count} release(s) of ${where} fail`);
-    }
+    injectStoreFault(faults, where, durationMs, this.#faultContext());
   }
 
   #kinesisFault(): void {
     const running = this.#running();
     const worker = running.length > 0 && this.#random() < 0.5 ? this.#pick(running) : null;
     const durationMs = 500 + Math.floor(this.#random() * 4_000);
-    const faults: KinesisFaults = {
-      ...NO_KINESIS_FAULTS,
-      ...(this.#random() < 0.4 ? { throttle: 0.5 } : {}),
-      ...(this.#random() < 0.3 ? { transient: 0.3 } : {}),
-      ...(this.#random() < 0.3 ? { expireIterator: 0.3 } : {}),
-      ...(this.#random() < 0.2 ? { hang: 0.2 } : {}),
-      ...(this.#random() < 0.3 ? { slow: 0.5, slowMs: 500 + Math.floor(this.#random() * 3_000) } : {}),
-      ...(this.#random() < 0.4 ? { dropChildShards: 0.7 } : {}),
-    };
+    const faults = drawKinesisFaults(this.#random);
     const described = Object.entries(faults)
       .filter(([, value]) => value > 0)
       .map(([name, value]) => `${name} ${value}`)
@@ -389,6 +311,15 @@ class FleetRun {
       if (worker === null) this.#kinesis.faults = NO_KINESIS_FAULTS;
       else worker.kinesis.faults = NO_KINESIS_FAULTS;
     });
+  }
+
+  #faultContext(): FaultContext {
+    return {
+      random: this.#random,
+      clock: this.#clock,
+      storeCallTimeoutMs: this.#storeCallTimeoutMs,
+      tell: (line) => this.#tell(line),
+    };
   }
 
   #clearFaults(): void {
@@ -543,32 +474,8 @@ class FleetRun {
   }
 
   #event(event: KclEvent): void {
-    switch (event.type) {
-      case 'lease-taken':
-        this.#tell(
-          `${event.workerId} takes ${event.leaseKey}${event.previousOwner === null ? '' : ` from ${event.previousOwner}`}${event.stolen ? ' (steal)' : ''}`,
-        );
-        break;
-      case 'lease-lost':
-        this.#tell(`${event.workerId} loses ${event.leaseKey} (${event.reason})`);
-        break;
-      case 'lease-released':
-        this.#tell(`${event.workerId} releases ${event.leaseKey}`);
-        break;
-      case 'leases-created':
-        this.#tell(`${event.workerId} creates leases ${event.leaseKeys.join(', ')} (${event.cause})`);
-        break;
-      case 'lease-deleted':
-        this.#tell(`${event.workerId} deletes lease ${event.leaseKey}`);
-        break;
-      case 'shard-ended':
-        this.#tell(
-          `${event.workerId} ends ${event.leaseKey} (children ${event.childShardIds.join(', ') || 'none'})`,
-        );
-        break;
-      default:
-        break;
-    }
+    const line = storyOfEvent(event);
+    if (line !== null) this.#tell(line);
   }
 
   #logger(workerId: string): Logger {
@@ -588,30 +495,8 @@ class FleetRun {
     return (await this.#behind()).length === 0;
   }
 
-  async #behind(): Promise<string[]> {
-    const leases = new Map((await this.#stores.leases()).map((lease) => [lease.leaseKey, lease]));
-    const behind: string[] = [];
-    for (const shard of this.#stream.shards()) {
-      const lease = leases.get(shard.shardId);
-      const closed = shard.endingSequenceNumber !== null;
-      if (lease === undefined) {
-        if (!closed) behind.push(`${shard.shardId} (open) has no lease`);
-        continue;
-      }
-      if (closed) {
-        if (!lease.checkpoint.isShardEnd) {
-          behind.push(`${shard.shardId} (closed) is at ${lease.checkpoint}, ${this.#ownerState(lease)}`);
-        }
-        continue;
-      }
-      const last = this.#ledger.lastSequenceNumberOf(shard.shardId);
-      if (last !== null && !lease.checkpoint.equals(ExtendedSequenceNumber.of(last))) {
-        behind.push(
-          `${shard.shardId} (open) is at ${lease.checkpoint}, not at its last record ${last}, ${this.#ownerState(lease)}`,
-        );
-      }
-    }
-    return behind;
+  #behind(): Promise<string[]> {
+    return shardsBehind(this.#stores, this.#stream, this.#ledger, (lease) => this.#ownerState(lease));
   }
 
   /** The lease's owner and what its shard consumer there is doing, for a stall report. */

@@ -1,4 +1,5 @@
 import type { Lease, LeaseStore } from '@kcl/core';
+import { interceptLeaseStore } from '@kcl/core';
 import type { MemoryLeaseTable } from '@kcl/testkit';
 import type { FreezableClock } from './simulation-clock.js';
 
@@ -25,45 +26,16 @@ export function observeLeaseTable(
   };
 }
 
-const OPERATIONS = [
-  'ensureSchema',
-  'createLeaseIfAbsent',
-  'getLease',
-  'listLeases',
-  'renewLease',
-  'renewLeases',
-  'takeLease',
-  'releaseLease',
-  'updateCheckpoint',
-  'updateLeaseMeta',
-  'deleteLease',
-  'heartbeatWorker',
-  'listWorkers',
-  'removeWorker',
-  'getMigrationMarker',
-  'setMigrationMarker',
-] as const satisfies ReadonlyArray<keyof LeaseStore>;
-
 /**
  * A store as one simulated process sees it: once the process crashed (its clock frozen), its calls
  * never answer — a call already on its way may still apply, as over a network.
  */
 export function processLeaseStore(inner: LeaseStore, clock: FreezableClock): LeaseStore {
   const hang = new Promise<never>(() => {});
-  const store: Record<string, unknown> = {
-    specificationVersion: inner.specificationVersion,
-    applicationName: inner.applicationName,
-    capabilities: inner.capabilities,
-    description: inner.description,
-  };
-  for (const operation of OPERATIONS) {
-    const method = inner[operation] as (...args: unknown[]) => Promise<unknown>;
-    store[operation] = async (...args: unknown[]) => {
-      if (clock.frozen) return hang;
-      const result = await method.apply(inner, args);
-      if (clock.frozen) return hang;
-      return result;
-    };
-  }
-  return store as unknown as LeaseStore;
+  return interceptLeaseStore(inner, async (_operation, options, call) => {
+    if (clock.frozen) return hang;
+    const result = await call(options);
+    if (clock.frozen) return hang;
+    return result;
+  });
 }

@@ -1,4 +1,5 @@
-import type { Lease, LeaseStore } from '@kcl/core';
+import type { Lease, LeaseStore, LeaseStoreOperation } from '@kcl/core';
+import { interceptLeaseStore } from '@kcl/core';
 import {
   createMigratingLeaseStore,
   cutOverLiveMigration,
@@ -60,19 +61,19 @@ export function simulatedMemoryStores(
       const faulty = createFaultyLeaseStore(global, { clock: processClock });
       return { store: processLeaseStore(faulty, processClock), faults: faulty.faults };
     },
-    leases: () => global.inner.listLeases(),
+    leases: () => global.inner.leases.list(),
   };
 }
 
 /** Writes an operator's tool makes; a kill is injected before one of them. */
-const OPERATOR_WRITES = new Set([
-  'createLeaseIfAbsent',
-  'takeLease',
-  'releaseLease',
-  'updateCheckpoint',
-  'updateLeaseMeta',
-  'deleteLease',
-  'setMigrationMarker',
+const OPERATOR_WRITES = new Set<LeaseStoreOperation>([
+  'leases.create',
+  'leases.take',
+  'leases.release',
+  'leases.checkpoint',
+  'leases.updateMeta',
+  'leases.delete',
+  'admin.setMigrationMarker',
 ]);
 
 /** The operator process running `kcl-migrate`: it can be killed before its n-th write. */
@@ -94,21 +95,14 @@ class OperatorStores {
   }
 
   #guard(store: LeaseStore): LeaseStore {
-    return new Proxy(store, {
-      get: (target, property, receiver) => {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (typeof value !== 'function' || typeof property !== 'string' || !OPERATOR_WRITES.has(property)) {
-          return typeof value === 'function' ? value.bind(target) : value;
-        }
-        return (...args: unknown[]) => {
-          this.#writes += 1;
-          if (this.#writes >= this.#killAt) {
-            this.#killAt = Number.POSITIVE_INFINITY;
-            return Promise.reject(new OperatorKilled());
-          }
-          return (value as (...args: unknown[]) => Promise<unknown>).apply(target, args);
-        };
-      },
+    return interceptLeaseStore(store, (operation, options, call) => {
+      if (!OPERATOR_WRITES.has(operation)) return call(options);
+      this.#writes += 1;
+      if (this.#writes >= this.#killAt) {
+        this.#killAt = Number.POSITIVE_INFINITY;
+        return Promise.reject(new OperatorKilled());
+      }
+      return call(options);
     });
   }
 }
@@ -221,7 +215,7 @@ export class SimulatedMigration implements SimulatedStores {
 
   async leases(): Promise<Lease[]> {
     const state = await readLiveMigrationState(this.#source.inner, this.#target.inner);
-    return state.phase === 'complete' ? this.#target.inner.listLeases() : this.#source.inner.listLeases();
+    return state.phase === 'complete' ? this.#target.inner.leases.list() : this.#source.inner.leases.list();
   }
 
   /** Runs the operator's schedule; `tell` narrates. Resolves once the migration is complete (or gives up). */

@@ -184,7 +184,7 @@ describe('a renewal that returns after the lease expired locally (defect 3)', ()
     await scenario.runUntil(() => handled.has('before', 5), 5_000);
     // A renewal is sent a renew interval after the last one and answers 2.5 s later: after the lease
     // expired locally (at last renewal + 3 s), yet within 3 s of its own sending.
-    worker.storeFaults.setLatency((operation) => (operation === 'renewLeases' ? 2_500 : 0));
+    worker.storeFaults.setLatency((operation) => (operation === 'leases.renewMany' ? 2_500 : 0));
     // Records keep coming, so the consumer looks at its lease while the late renewal is on its way.
     for (let tick = 0; tick < 30; tick++) {
       scenario.put(`during-${tick}`, 1);
@@ -228,7 +228,7 @@ describe('a lease taken again by the same worker (defect 4)', () => {
     });
     await scenario.run(500);
     // Renewals fail until the lease expires; the worker then finds its own stale lease and takes it back.
-    worker.storeFaults.failNext(6, { operations: ['renewLeases'] });
+    worker.storeFaults.failNext(6, { operations: ['leases.renewMany'] });
     await scenario.run(12_000);
     expect(worker.events.some((event) => event.type === 'lease-lost')).toBe(true);
     expect(most).toBe(1);
@@ -257,7 +257,7 @@ describe('a consumer stuck after losing its lease', () => {
       }),
     });
     await scenario.run(500);
-    worker.storeFaults.failNext(6, { operations: ['renewLeases'] });
+    worker.storeFaults.failNext(6, { operations: ['leases.renewMany'] });
     await scenario.run(25_000);
     expect(calls).toBeGreaterThan(1);
     expect(checkpoints).toContain('call 2: written');
@@ -357,7 +357,7 @@ describe('a graceful stop at a shard’s end (defect 6)', () => {
         },
       }),
     });
-    worker.storeFaults.failNext(1, { operations: ['releaseLease'] });
+    worker.storeFaults.failNext(1, { operations: ['leases.release'] });
     await scenario.run(5_000);
     expect(scenario.lease('shardId-000000000000')?.checkpoint.isShardEnd).toBe(true);
     expect(shardEnded).toBe(1);
@@ -371,7 +371,7 @@ describe('the hash-range audit (defect 7)', () => {
   it('fills a lease’s missing hash range from the listing and then repairs the hole', async () => {
     const scenario = new Scenario({ shards: 2 });
     // An imported table: shard 0's lease has no hash range, shard 1 has no lease at all.
-    await scenario.store.createLeaseIfAbsent({
+    await scenario.store.leases.create({
       leaseKey: 'shardId-000000000000',
       checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
     });

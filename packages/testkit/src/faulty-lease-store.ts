@@ -1,10 +1,7 @@
-import type { Clock, LeaseStore } from '@kcl/core';
-import { LeaseStoreError, systemClock } from '@kcl/core';
+import type { Clock, LeaseStore, LeaseStoreOperation } from '@kcl/core';
+import { interceptLeaseStore, LeaseStoreError, systemClock } from '@kcl/core';
 
-/** The operations of a `LeaseStore` that the wrapper can fail, delay or count. */
-export type LeaseStoreOperation = {
-  [K in keyof LeaseStore]: LeaseStore[K] extends (...args: never[]) => unknown ? K : never;
-}[keyof LeaseStore];
+export type { LeaseStoreOperation } from '@kcl/core';
 
 export interface FailureOptions {
   /** Retryable failures model outages and timeouts; fatal ones model bugs or revoked permissions. */
@@ -214,44 +211,19 @@ export function createFaultyLeaseStore(
 ): FaultyLeaseStore {
   const clock = options.clock ?? systemClock;
   const faults = new FaultController();
-  const wrap =
-    <K extends LeaseStoreOperation>(operation: K) =>
-    async (...args: Parameters<LeaseStore[K]>): Promise<Awaited<ReturnType<LeaseStore[K]>>> => {
+  const wrapped = interceptLeaseStore(
+    inner,
+    async (operation, options, call) => {
       const { latency, error, errorAfter, hangMs } = faults.before(operation);
       if (latency > 0) await clock.sleep(latency);
       if (hangMs === Number.POSITIVE_INFINITY) await new Promise<never>(() => {});
       if (hangMs > 0) await clock.sleep(hangMs);
       if (error !== null) throw error;
-      const method = inner[operation] as (
-        ...methodArgs: Parameters<LeaseStore[K]>
-      ) => ReturnType<LeaseStore[K]>;
-      const result = (await method.apply(inner, args)) as Awaited<ReturnType<LeaseStore[K]>>;
+      const result = await call(options);
       if (errorAfter !== null) throw errorAfter;
       return result;
-    };
-
-  return {
-    specificationVersion: 'v1',
-    applicationName: inner.applicationName,
-    capabilities: inner.capabilities,
-    description: `${inner.description} (with injected faults)`,
-    faults,
-    inner,
-    ensureSchema: wrap('ensureSchema'),
-    createLeaseIfAbsent: wrap('createLeaseIfAbsent'),
-    getLease: wrap('getLease'),
-    listLeases: wrap('listLeases'),
-    renewLease: wrap('renewLease'),
-    renewLeases: wrap('renewLeases'),
-    takeLease: wrap('takeLease'),
-    releaseLease: wrap('releaseLease'),
-    updateCheckpoint: wrap('updateCheckpoint'),
-    updateLeaseMeta: wrap('updateLeaseMeta'),
-    deleteLease: wrap('deleteLease'),
-    heartbeatWorker: wrap('heartbeatWorker'),
-    listWorkers: wrap('listWorkers'),
-    removeWorker: wrap('removeWorker'),
-    getMigrationMarker: wrap('getMigrationMarker'),
-    setMigrationMarker: wrap('setMigrationMarker'),
-  };
+    },
+    { description: `${inner.description} (with injected faults)` },
+  );
+  return Object.assign(wrapped, { faults, inner });
 }

@@ -4,10 +4,13 @@ import type {
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
+  LeaseRepository,
   LeaseStore,
+  LeaseStoreAdministration,
   LeaseWriteResult,
   MigrationMarker,
   WorkerRecord,
+  WorkerRegistry,
 } from '@kcl/core';
 import { ConfigurationError, compareLeaseKeys, leaseFromInit, uniqueSorted } from '@kcl/core';
 
@@ -92,47 +95,36 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
     return { ok: true, lease: next };
   };
 
-  const renewLease = (leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult> =>
+  const renew = (leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult> =>
     conditional(leaseKey, leaseCounter, (lease) => lease);
 
-  return {
-    specificationVersion: 'v1',
-    applicationName,
-    capabilities: { batchRenew: true, consistentReads: true },
-    description: `memory store (application ${JSON.stringify(applicationName)})`,
-    table,
-
-    async ensureSchema() {
-      await tick();
-      state();
-    },
-
-    async createLeaseIfAbsent(init: LeaseInit) {
-      await tick();
-      const leases = state().leases;
-      if (leases.has(init.leaseKey)) return { ok: false, reason: 'already-exists' };
-      const lease = freeze(leaseFromInit(init));
-      leases.set(init.leaseKey, lease);
-      return { ok: true, lease };
-    },
-
-    async getLease(leaseKey) {
-      await tick();
-      return state().leases.get(leaseKey) ?? null;
-    },
-
-    async listLeases() {
+  const leases: LeaseRepository = {
+    async list() {
       await tick();
       return [...state().leases.values()].sort((a, b) => compareLeaseKeys(a.leaseKey, b.leaseKey));
     },
 
-    renewLease,
-
-    async renewLeases(renewals: readonly LeaseRenewal[]) {
-      return Promise.all(renewals.map((renewal) => renewLease(renewal.leaseKey, renewal.leaseCounter)));
+    async get(leaseKey) {
+      await tick();
+      return state().leases.get(leaseKey) ?? null;
     },
 
-    takeLease(leaseKey, leaseCounter, owner) {
+    async create(init: LeaseInit) {
+      await tick();
+      const stored = state().leases;
+      if (stored.has(init.leaseKey)) return { ok: false, reason: 'already-exists' };
+      const lease = freeze(leaseFromInit(init));
+      stored.set(init.leaseKey, lease);
+      return { ok: true, lease };
+    },
+
+    renew,
+
+    async renewMany(renewals: readonly LeaseRenewal[]) {
+      return Promise.all(renewals.map((renewal) => renew(renewal.leaseKey, renewal.leaseCounter)));
+    },
+
+    take(leaseKey, leaseCounter, owner) {
       return conditional(leaseKey, leaseCounter, (lease) => ({
         ...lease,
         owner,
@@ -141,14 +133,15 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
           lease.owner === null || lease.owner === owner
             ? lease.ownerSwitchesSinceCheckpoint
             : lease.ownerSwitchesSinceCheckpoint + 1,
+        handoff: null,
       }));
     },
 
-    releaseLease(leaseKey, leaseCounter) {
-      return conditional(leaseKey, leaseCounter, (lease) => ({ ...lease, owner: null }));
+    release(leaseKey, leaseCounter) {
+      return conditional(leaseKey, leaseCounter, (lease) => ({ ...lease, owner: null, handoff: null }));
     },
 
-    updateCheckpoint(leaseKey, leaseCounter, update: CheckpointUpdate) {
+    checkpoint(leaseKey, leaseCounter, update: CheckpointUpdate) {
       return conditional(leaseKey, leaseCounter, (lease) => ({
         ...lease,
         checkpoint: update.checkpoint,
@@ -157,10 +150,10 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       }));
     },
 
-    async updateLeaseMeta(leaseKey, update: LeaseMetaUpdate) {
+    async updateMeta(leaseKey, update: LeaseMetaUpdate) {
       await tick();
-      const leases = state().leases;
-      const current = leases.get(leaseKey);
+      const stored = state().leases;
+      const current = stored.get(leaseKey);
       if (current === undefined) return null;
       const next = freeze({
         ...current,
@@ -168,37 +161,46 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
           update.childShardIds === undefined ? current.childShardIds : uniqueSorted(update.childShardIds),
         hashKeyRange: update.hashKeyRange ?? current.hashKeyRange,
       });
-      leases.set(leaseKey, next);
+      stored.set(leaseKey, next);
       return next;
     },
 
-    async deleteLease(leaseKey) {
+    async delete(leaseKey) {
       await tick();
       state().leases.delete(leaseKey);
     },
+  };
 
-    async heartbeatWorker(workerId, metadata = {}) {
+  const workers: WorkerRegistry = {
+    async heartbeat(workerId, metadata) {
       await tick();
-      const workers = state().workers;
-      const previous = workers.get(workerId);
+      const registered = state().workers;
+      const previous = registered.get(workerId);
       const record: WorkerRecord = Object.freeze({
         workerId,
         heartbeat: (previous?.heartbeat ?? 0) + 1,
         lastHeartbeatAt: new Date(now()),
-        metadata: Object.freeze({ ...metadata }),
+        metadata: Object.freeze({ ...(metadata ?? previous?.metadata ?? {}) }),
       });
-      workers.set(workerId, record);
+      registered.set(workerId, record);
       return record;
     },
 
-    async listWorkers() {
+    async list() {
       await tick();
       return [...state().workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
     },
 
-    async removeWorker(workerId) {
+    async remove(workerId) {
       await tick();
       state().workers.delete(workerId);
+    },
+  };
+
+  const admin: LeaseStoreAdministration = {
+    async ensureSchema() {
+      await tick();
+      state();
     },
 
     async getMigrationMarker() {
@@ -210,6 +212,22 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       await tick();
       state().marker = marker === null ? null : Object.freeze({ ...marker });
     },
+
+    async scan() {
+      return { leases: await leases.list(), unreadable: [] };
+    },
+  };
+
+  return {
+    specificationVersion: 'v2',
+    applicationName,
+    capabilities: { batchRenew: true, consistentReads: true },
+    description: `memory store (application ${JSON.stringify(applicationName)})`,
+    table,
+    leases,
+    workers,
+    admin,
+    async close() {},
   };
 }
 

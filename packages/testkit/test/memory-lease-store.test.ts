@@ -11,13 +11,13 @@ describe('createMemoryLeaseStore', () => {
 
   it('stamps heartbeats with the injected wall clock', async () => {
     const store = createMemoryLeaseStore({ applicationName: 'a', now: () => 5_000 });
-    const worker = await store.heartbeatWorker('w');
+    const worker = await store.workers.heartbeat('w');
     expect(worker.lastHeartbeatAt.getTime()).toBe(5_000);
   });
 
   it('returns frozen leases, so callers cannot change stored state by accident', async () => {
     const store = createMemoryLeaseStore({ applicationName: 'a' });
-    const result = await store.createLeaseIfAbsent({
+    const result = await store.leases.create({
       leaseKey: 's',
       checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
       parentShardIds: ['p'],
@@ -26,6 +26,6 @@ describe('createMemoryLeaseStore', () => {
     if (!result.ok) return;
     expect(Object.isFrozen(result.lease)).toBe(true);
     expect(() => (result.lease.parentShardIds as string[]).push('x')).toThrow(TypeError);
-    expect((await store.getLease('s'))?.parentShardIds).toEqual(['p']);
+    expect((await store.leases.get('s'))?.parentShardIds).toEqual(['p']);
   });
 });

@@ -1,11 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { LeaseStore } from '@kcl/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ConformanceCase, ConformanceContext, ConformanceHarness } from './cases.js';
-import { conformanceCases, useAssert } from './cases.js';
+import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest';
+import type {
+  ConformanceAssert,
+  ConformanceCase,
+  ConformanceContext,
+  ConformanceHarness,
+} from './conformance-case.js';
+import { conformanceCases } from './conformance-cases.js';
+import { createLeaseChecks } from './lease-checks.js';
 
-export type { ConformanceCase, ConformanceContext, ConformanceHarness } from './cases.js';
-export { conformanceCases, leaseSnapshot } from './cases.js';
+export type {
+  ConformanceAssert,
+  ConformanceCase,
+  ConformanceContext,
+  ConformanceHarness,
+} from './conformance-case.js';
+export { conformanceCases } from './conformance-cases.js';
+export type { LeaseChecks } from './lease-checks.js';
+export { leaseSnapshot } from './lease-snapshot.js';
 
 export interface LeaseStoreConformanceOptions {
   /** Shown in the test names, e.g. `postgres`. */
@@ -33,13 +46,9 @@ export function uniqueApplicationName(prefix = 'conformance'): string {
 
 /**
  * Registers the LeaseStore conformance suite with vitest: every case on a fresh application name,
- * so cases never depend on each other or on order.
+ * with the running test's own assertions, so cases never depend on each other or on order.
  */
 export function describeLeaseStoreConformance(options: LeaseStoreConformanceOptions): void {
-  useAssert({
-    equal: (actual, expected, message) => expect(actual, message).toEqual(expected),
-    ok: (value, message) => expect(value, message).toBeTruthy(),
-  });
   const selected = conformanceCases.filter((testCase) => options.only?.test(testCase.name) ?? true);
   const skip = options.skip ?? null;
 
@@ -63,20 +72,34 @@ export function describeLeaseStoreConformance(options: LeaseStoreConformanceOpti
       describe(group, () => {
         for (const testCase of groupCases) {
           const register = skip === null ? it : it.skip;
-          register(skip === null ? testCase.name : `${testCase.name} (skipped: ${skip})`, async () => {
-            if (harness === undefined) throw new Error('conformance harness was not set up');
-            await testCase.run(await contextFor(harness));
-          });
+          register(
+            skip === null ? testCase.name : `${testCase.name} (skipped: ${skip})`,
+            async ({ expect }) => {
+              if (harness === undefined) throw new Error('conformance harness was not set up');
+              await testCase.run(await contextFor(harness, assertWith(expect)));
+            },
+          );
         }
       });
     }
   });
 }
 
-async function contextFor(harness: ConformanceHarness): Promise<ConformanceContext> {
+/** The suite's assertions on a test's `expect`. */
+function assertWith(expect: ExpectStatic): ConformanceAssert {
+  return {
+    equal: (actual, expected, message) => expect(actual, message).toEqual(expected),
+    ok: (value, message) => expect(value, message).toBeTruthy(),
+  };
+}
+
+async function contextFor(
+  harness: ConformanceHarness,
+  assert: ConformanceAssert,
+): Promise<ConformanceContext> {
   const open = async (applicationName: string): Promise<LeaseStore> => {
     const store = await harness.createStore(applicationName);
-    await store.ensureSchema();
+    await store.admin.ensureSchema();
     return store;
   };
   const applicationName = uniqueApplicationName();
@@ -85,6 +108,8 @@ async function contextFor(harness: ConformanceHarness): Promise<ConformanceConte
     store,
     applicationName,
     harness,
+    assert,
+    check: createLeaseChecks(assert),
     otherStore: (name) => open(name ?? uniqueApplicationName('other')),
     freshApplicationName: (prefix) => uniqueApplicationName(prefix),
   };
