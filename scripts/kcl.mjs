@@ -3,7 +3,7 @@
 // version package.json pins (through npx, without a global install), then the workspace is installed
 // from the lockfile and the task runs.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,6 +30,30 @@ function status(command, args) {
 function run(command, args) {
   const code = status(command, args);
   if (code !== 0) process.exit(code);
+}
+
+/** Runs `npx <args>` with its output on stderr; ends this script if it fails. */
+function quiet(args) {
+  const result = spawnSync('npx', args, { cwd: root, stdio: ['ignore', 2, 2], env });
+  if (result.error || result.status !== 0) {
+    console.error(`kcl: npx ${args.join(' ')} failed`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+/** Every workspace package with a `bin`, and where it lives. */
+function cliPackages() {
+  return ['packages', 'apps'].flatMap((folder) =>
+    readdirSync(join(root, folder)).flatMap((entry) => {
+      const directory = join(root, folder, entry);
+      try {
+        const manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8'));
+        return manifest.bin === undefined ? [] : [{ name: manifest.name, directory, bin: manifest.bin }];
+      } catch {
+        return [];
+      }
+    }),
+  );
 }
 
 const pnpmArgs = (args) => ['-y', `pnpm@${pnpmVersion}`, ...args];
@@ -85,7 +109,37 @@ switch (task) {
       demo.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 130)));
     }
     break;
+  case 'cli': {
+    // `npm run kcl-migrate -- …` and friends: the workspace's own CLIs, built from this clone (npx
+    // would fetch a published copy from the registry instead). Set-up output goes to stderr so a
+    // CLI's stdout stays its own.
+    const [name, ...args] = rest;
+    const owner = cliPackages().find((entry) => entry.bin[name] !== undefined);
+    if (owner === undefined) {
+      console.error(`kcl: no workspace package has a CLI named ${JSON.stringify(name)}`);
+      process.exit(2);
+    }
+    quiet(pnpmArgs(['install', '--frozen-lockfile', '--reporter=silent']));
+    quiet(
+      pnpmArgs(['exec', 'turbo', 'run', 'build', `--filter=${owner.name}...`, '--output-logs=errors-only']),
+    );
+    const cli = spawn(process.execPath, [join(owner.directory, owner.bin[name]), ...args], {
+      // npm runs scripts in the repository root; relative paths the user gave are from where npm ran.
+      // biome-ignore lint/suspicious/noUndeclaredEnvVars: set by npm, not a turbo task input
+      cwd: process.env.INIT_CWD ?? process.cwd(),
+      stdio: 'inherit',
+      env,
+    });
+    // The CLI gets Ctrl-C itself (same process group) and decides how to stop; wait for it.
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+      process.on(signal, () => {
+        if (signal !== 'SIGINT') cli.kill(signal);
+      });
+    }
+    cli.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 130)));
+    break;
+  }
   default:
-    console.log('usage: npm test | npm run demo -- [demo options]');
+    console.log('usage: npm test | npm run demo -- [demo options] | npm run <cli> -- [cli options]');
     process.exit(task === 'help' ? 0 : 2);
 }

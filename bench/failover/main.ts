@@ -11,23 +11,18 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startKinesisLocal, waitUntil } from '@kcl/testkit';
+import { FLEET_TIMINGS, type FleetTiming, startKinesisLocal, waitUntil } from '@kcl/testkit';
 import { createStream, localKinesisClient, putRecords } from '@kcl/testkit/kinesis';
 
 const { values } = parseArgs({
   options: { rounds: { type: 'string', default: '3' }, profile: { type: 'string', default: 'fast' } },
 });
 const rounds = Number(values.rounds);
-const profiles: Record<string, Record<string, number>> = {
+const profiles: Record<string, Partial<FleetTiming>> = {
   // The consumer's defaults (renew 30 s, expiry 45 s, rebalance 6 s).
   default: { pollIntervalMs: 500 },
   // Short intervals, as the demo uses them.
-  fast: {
-    leaseRenewIntervalMs: 1_000,
-    leaseExpiryMs: 3_000,
-    rebalanceIntervalMs: 1_000,
-    pollIntervalMs: 200,
-  },
+  fast: FLEET_TIMINGS.demo,
 };
 const timing = profiles[String(values.profile)];
 if (timing === undefined) throw new Error(`--profile must be one of ${Object.keys(profiles).join(', ')}`);

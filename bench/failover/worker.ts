@@ -3,10 +3,9 @@
 import { appendFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { createConsumer, stopOnSignals } from '@kcl/consumer';
-import { configureSqliteLeaseDatabase, createSqlLeaseStore } from '@kcl/store-sql';
+import { openLeaseStore } from '@kcl/stores';
+import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
 
 interface WorkerConfig {
   readonly workerId: string;
@@ -14,16 +13,15 @@ interface WorkerConfig {
   readonly endpoint: string;
   readonly sqliteFile: string;
   readonly output: string;
-  readonly timing: Record<string, number>;
+  readonly timing: Partial<FleetTiming>;
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 const now = (): number => performance.timeOrigin + performance.now();
-const db = new Kysely({
-  dialect: new SqliteDialect({
-    database: configureSqliteLeaseDatabase(new Database(config.sqliteFile, { timeout: 5_000 })),
-  }),
-});
+const leaseStore = await openLeaseStore(
+  { kind: 'sqlite', file: config.sqliteFile },
+  { applicationName: 'failover' },
+);
 const consumer = createConsumer({
   streamName: config.streamName,
   applicationName: 'failover',
@@ -34,7 +32,7 @@ const consumer = createConsumer({
     credentials: { accessKeyId: 'AKIAKCLLOCALTESTING0', secretAccessKey: 'kcl-local-secret' },
     requestHandler: new NodeHttpHandler(),
   }),
-  leaseStore: createSqlLeaseStore({ db, applicationName: 'failover' }),
+  leaseStore,
   initialPosition: 'TRIM_HORIZON',
   ...config.timing,
   onEvent: (event) => process.stdout.write(`${JSON.stringify({ ...event, error: undefined, at: now() })}\n`),
@@ -62,4 +60,4 @@ stopOnSignals(consumer, { exit: false });
 await consumer.start();
 process.stdout.write(`${JSON.stringify({ type: 'ready', workerId: config.workerId, at: now() })}\n`);
 await consumer.stopped().catch(() => undefined);
-await db.destroy();
+await leaseStore.close();

@@ -1,9 +1,8 @@
 import type { Lease, RandomSource } from '@kcl/core';
-import { ExtendedSequenceNumber, jitter } from '@kcl/core';
+import { ExtendedSequenceNumber, jitter, leaseFromInit, seededRandom } from '@kcl/core';
 import type { Rebalancer } from '@kcl/rebalancer';
 import { createRebalancer } from '@kcl/rebalancer';
 import { JavaLeaseTaker } from './java-lease-taker.js';
-import { seededRandom } from './prng.js';
 
 export type Algorithm = 'kcl' | 'java';
 
@@ -72,18 +71,11 @@ export interface SimulationOptions {
   readonly trace?: (line: string) => void;
 }
 
-/** A lease row of the simulated table; mutated in place so listings cost no allocation. */
-interface LeaseRow {
-  readonly leaseKey: string;
-  owner: string | null;
-  leaseCounter: number;
-  readonly checkpoint: Lease['checkpoint'];
-  readonly pendingCheckpoint: null;
-  readonly ownerSwitchesSinceCheckpoint: number;
-  readonly parentShardIds: readonly string[];
-  readonly childShardIds: readonly string[];
-  readonly hashKeyRange: null;
-}
+/** A lease row of the simulated table; mutated in place (owner, counter) so listings cost no allocation. */
+type LeaseRow = { -readonly [K in 'owner' | 'leaseCounter']: Lease[K] } & Omit<
+  Lease,
+  'owner' | 'leaseCounter'
+>;
 
 /**
  * The shared lease table, with an index by owner. Planners read a listing synchronously and keep only
@@ -100,17 +92,11 @@ class LeaseTable {
   }
 
   add(leaseKey: string, owner: string | null): void {
-    const row: LeaseRow = {
+    const row: LeaseRow = leaseFromInit({
       leaseKey,
-      owner: null,
       leaseCounter: 1,
       checkpoint: ExtendedSequenceNumber.of('1'),
-      pendingCheckpoint: null,
-      ownerSwitchesSinceCheckpoint: 0,
-      parentShardIds: [],
-      childShardIds: [],
-      hashKeyRange: null,
-    };
+    });
     this.#rows.push(row);
     this.#byKey.set(leaseKey, row);
     this.#setOwner(row, owner);

@@ -1,5 +1,5 @@
 import type { Lease, RandomSource } from '@kcl/core';
-import { shuffled } from './prng.js';
+import { shuffled } from '@kcl/core';
 
 export interface JavaLeaseTakerOptions {
   readonly workerId: string;

@@ -9,6 +9,7 @@ import type { DynamoLeaseTableLayout } from '@kcl/store-dynamo';
 import { createDynamoLeaseStore } from '@kcl/store-dynamo';
 import type { AnyKysely } from '@kcl/store-sql';
 import { configureSqliteLeaseDatabase, createSqlLeaseStore } from '@kcl/store-sql';
+import { redactUrl } from '@kcl/stores';
 import { createMemoryLeaseStore, startDynalite } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import Database from 'better-sqlite3';
@@ -85,7 +86,7 @@ export async function openBenchStore(name: StoreName): Promise<OpenedStore> {
   });
   try {
     const bench = await OPENERS[name](cleanups, closeAll);
-    await bench.store.ensureSchema();
+    await bench.store.admin.ensureSchema();
     return { status: 'ready', bench };
   } catch (error) {
     await closeAll();
@@ -93,6 +94,9 @@ export async function openBenchStore(name: StoreName): Promise<OpenedStore> {
   }
 }
 
+// The stores are built with the adapters' factories, not with `openLeaseStore` from @kcl/stores: the
+// benchmark counts round trips through Kysely's `log` callback and middleware on the DynamoDB client,
+// and reads server settings through the same connection, so it must hold the db and the client.
 type Opener = (cleanups: Array<() => Promise<void>>, close: () => Promise<void>) => Promise<BenchStore>;
 
 const OPENERS: Readonly<Record<StoreName, Opener>> = {
@@ -137,7 +141,7 @@ const OPENERS: Readonly<Record<StoreName, Opener>> = {
   },
 
   postgres: async (cleanups, close) => {
-    await probe(`PostgreSQL at ${withoutPassword(POSTGRES_URL)}`, async () => {
+    await probe(`PostgreSQL at ${redactUrl(POSTGRES_URL)}`, async () => {
       const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3_000 });
       await client.connect();
       await client.end();
@@ -174,7 +178,7 @@ const OPENERS: Readonly<Record<StoreName, Opener>> = {
   },
 
   mariadb: async (cleanups, close) => {
-    await probe(`MariaDB at ${withoutPassword(MYSQL_URL)}`, async () => {
+    await probe(`MariaDB at ${redactUrl(MYSQL_URL)}`, async () => {
       const connection = createConnection({ uri: MYSQL_URL, connectTimeout: 3_000 });
       try {
         await connection.promise().query('select 1');
@@ -374,13 +378,6 @@ function throwawayDatabaseName(): string {
 function withDatabase(url: string, database: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-/** The URL with any password replaced, for messages that end up in a printed table. */
-function withoutPassword(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password !== '') parsed.password = '***';
   return parsed.toString();
 }
 

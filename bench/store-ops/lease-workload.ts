@@ -39,18 +39,18 @@ export class LeaseWorkload {
       const start = stripe * BigInt(index);
       const end = index === LEASE_COUNT - 1 ? MAX_HASH_KEY : start + stripe - 1n;
       const created = expectWritten(
-        await this.#store.createLeaseIfAbsent({
+        await this.#store.leases.create({
           leaseKey,
           checkpoint: ExtendedSequenceNumber.of(String(FIRST_SEQUENCE_NUMBER - BigInt(index))),
           hashKeyRange: hashKeyRange(start, end),
         }),
-        'createLeaseIfAbsent',
+        'leases.create',
         leaseKey,
       );
       const owner = `worker-${String((index % WORKER_COUNT) + 1).padStart(2, '0')}`;
       const taken = expectWritten(
-        await this.#store.takeLease(leaseKey, created.leaseCounter, owner),
-        'takeLease',
+        await this.#store.leases.take(leaseKey, created.leaseCounter, owner),
+        'leases.take',
         leaseKey,
       );
       if (owner === MEASURED_WORKER) this.#held.set(leaseKey, taken.leaseCounter);
@@ -65,18 +65,21 @@ export class LeaseWorkload {
   /** What the worker's lease keeper does every renew interval: `renewLeases` of every held lease. */
   async renewCycle(): Promise<void> {
     const renewals = [...this.#held].map(([leaseKey, leaseCounter]) => ({ leaseKey, leaseCounter }));
-    const results = await this.#store.renewLeases(renewals);
+    const results = await this.#store.leases.renewMany(renewals);
     for (const [index, renewal] of renewals.entries()) {
       const result = results[index];
       if (result === undefined)
         throw new Error(`bench: renewLeases returned no result for ${renewal.leaseKey}`);
-      this.#held.set(renewal.leaseKey, expectWritten(result, 'renewLeases', renewal.leaseKey).leaseCounter);
+      this.#held.set(
+        renewal.leaseKey,
+        expectWritten(result, 'leases.renewMany', renewal.leaseKey).leaseCounter,
+      );
     }
   }
 
   /** Every lease of the application, as the lease planner reads them each interval. */
   async listAll(): Promise<void> {
-    const leases = await this.#store.listLeases();
+    const leases = await this.#store.leases.list();
     if (leases.length !== LEASE_COUNT) {
       throw new Error(`bench: listLeases returned ${leases.length} leases, not ${LEASE_COUNT}`);
     }
@@ -106,10 +109,10 @@ export class LeaseWorkload {
   async #checkpoint(leaseKey: string): Promise<void> {
     const leaseCounter = this.#held.get(leaseKey) as number;
     this.#nextSequenceNumber += 1n;
-    const result = await this.#store.updateCheckpoint(leaseKey, leaseCounter, {
+    const result = await this.#store.leases.checkpoint(leaseKey, leaseCounter, {
       checkpoint: ExtendedSequenceNumber.of(String(this.#nextSequenceNumber)),
     });
-    this.#held.set(leaseKey, expectWritten(result, 'updateCheckpoint', leaseKey).leaseCounter);
+    this.#held.set(leaseKey, expectWritten(result, 'leases.checkpoint', leaseKey).leaseCounter);
   }
 }
 

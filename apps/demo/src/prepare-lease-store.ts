@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { type LeaseStoreLocation, redactUrl } from '@kcl/stores';
 import { startDynalite } from '@kcl/testkit';
 import pg from 'pg';
 import type { DemoOptions } from './demo-options.js';
-import type { LeaseStoreConfig } from './lease-store-config.js';
 
 export interface PreparedLeaseStore {
-  readonly config: LeaseStoreConfig;
+  /** Where the workers find the store (they open it with `openLeaseStore`). Plain data: it is handed to worker processes. */
+  readonly location: LeaseStoreLocation;
   /** Removes what was created for the run (database, emulator). Idempotent. */
   teardown(): Promise<void>;
 }
@@ -27,17 +28,20 @@ export async function prepareLeaseStore(
   switch (options.store) {
     case 'sqlite':
       // The file lives in the run directory, which is removed at the end unless --keep.
-      return { config: { kind: 'sqlite', file: join(runDirectory, 'leases.db') }, teardown: async () => {} };
+      return {
+        location: { kind: 'sqlite', file: join(runDirectory, 'leases.db') },
+        teardown: async () => {},
+      };
     case 'postgres':
       return createPostgresDatabase(options.postgresUrl);
     case 'dynamo-local': {
       const emulator = await startDynalite({ separateProcess: true });
       return {
-        config: {
+        // No credentials: for a local endpoint the store uses placeholder ones, which dynalite accepts.
+        location: {
           kind: 'dynamo',
           endpoint: emulator.endpoint,
           region: emulator.region,
-          credentials: emulator.credentials,
           tableName: 'kcl-demo-leases',
         },
         teardown: () => emulator.stop(),
@@ -63,7 +67,7 @@ async function createPostgresDatabase(serverUrl: string): Promise<PreparedLeaseS
     await withClient(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
   } catch (error) {
     throw new DemoSetupError(
-      `could not create a database on PostgreSQL at ${redact(serverUrl)}: ${(error as Error).message}. ` +
+      `could not create a database on PostgreSQL at ${redactUrl(serverUrl)}: ${(error as Error).message}. ` +
         'Start PostgreSQL, pass --postgres-url postgres://user@host:port/database (a user that may CREATE DATABASE), ' +
         'or use --store sqlite.',
       { cause: error },
@@ -73,7 +77,7 @@ async function createPostgresDatabase(serverUrl: string): Promise<PreparedLeaseS
   url.pathname = `/${name}`;
   let dropped: Promise<void> | undefined;
   return {
-    config: { kind: 'postgres', url: url.toString() },
+    location: { kind: 'postgres', url: url.toString(), poolSize: 4 },
     teardown: () => {
       dropped ??= withClient(serverUrl, async (client) => {
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -81,14 +85,4 @@ async function createPostgresDatabase(serverUrl: string): Promise<PreparedLeaseS
       return dropped;
     },
   };
-}
-
-function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url;
-  }
 }

@@ -1,7 +1,11 @@
+// The demo's run from start to end, in the order it happens: setup, the script acting on the fleet,
+// the drain, the final stop. What it shows is built in view-model.ts, what it measured and verified in
+// measurements.ts, and the lines for worker events in event-text.ts.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Clock, systemClock } from '@kcl/core';
+import type { LeaseStoreLocation } from '@kcl/stores';
 import { type RunningEmulator, startKinesisLocal } from '@kcl/testkit';
 import type { Cleanup } from './cleanup.js';
 import type { DemoOptions } from './demo-options.js';
@@ -13,35 +17,24 @@ import {
   shardToSplit,
   shortShardId,
 } from './demo-stream.js';
+import { describeWorkerEvent } from './event-text.js';
 import { Fleet, type FleetEvent, type FleetWorker } from './fleet.js';
-import { describeLeaseStore } from './lease-store-config.js';
+import { reportRun, type ScriptRecord } from './measurements.js';
 import { prepareLeaseStore } from './prepare-lease-store.js';
 import { Producer } from './producer.js';
 import {
   type EventKind,
   formatClock,
   formatEventTime,
-  type ShardRow,
+  formatQuantity,
+  formatSeconds,
   TerminalView,
   type ViewEvent,
-  type ViewSnapshot,
-  type WorkerRow,
 } from './terminal-view.js';
 import { planTimeline, type TimelineStep } from './timeline.js';
-import {
-  describeVerification,
-  type LeaseLoss,
-  type Verification,
-  verificationPassed,
-  verifyRun,
-} from './verification.js';
-import {
-  DEMO_TIMING,
-  type DemoTiming,
-  maxRecordsFor,
-  preciseNow,
-  type WorkerEvent,
-} from './worker-protocol.js';
+import type { Verification } from './verification.js';
+import { DemoViewModel, demoHeader } from './view-model.js';
+import { DEMO_TIMING, type DemoTiming, maxRecordsFor, preciseNow } from './worker-protocol.js';
 
 export interface DemoIo {
   readonly out: NodeJS.WriteStream;
@@ -61,14 +54,6 @@ const APPLICATION_NAME = 'kcl-demo';
 const DRAIN_TIMEOUT_MS = 90_000;
 /** Longest wait for a worker's graceful stop before it is killed. */
 const STOP_TIMEOUT_MS = 45_000;
-const STATE_LABELS: Readonly<Record<string, string>> = {
-  'waiting-on-parents': 'waiting on parents',
-  initializing: 'starting',
-  processing: 'processing',
-  'shard-ending': 'ending',
-  'shutting-down': 'handing over',
-  finished: 'ended',
-};
 
 /** Runs the demo: setup, the script with the live view, the drain, the verification. */
 export async function runDemo(options: DemoOptions, io: DemoIo, cleanup: Cleanup): Promise<DemoOutcome> {
@@ -87,18 +72,13 @@ class DemoRun {
   readonly #timeline: TimelineStep[];
   #nextStep = 0;
   #phase = 'starting';
-  readonly #events: ViewEvent[] = [];
-  readonly #notes = new Map<string, string>();
-  readonly #endedShards = new Set<string>();
-  readonly #lastOwner = new Map<string, string>();
+  readonly #viewModel = new DemoViewModel();
   #shards: ShardInfo[] = [];
   #stream: DemoStream | null = null;
   #fleet: Fleet | null = null;
   #producer: Producer | null = null;
-  readonly #writeSamples: Array<{ at: number; written: number }> = [];
-  #killed: { readonly workerId: string; readonly at: number; readonly held: readonly string[] } | null = null;
-  #gracefullyStopped: { readonly workerId: string; readonly at: number } | null = null;
-  #split: { readonly at: number; readonly parent: string } | null = null;
+  /** What the script did, for the measurements at the end. */
+  #script: ScriptRecord = { killed: null, gracefullyStopped: null, split: null };
   #pendingStop: Promise<unknown> = Promise.resolve();
   readonly #background = new AbortController();
 
@@ -131,7 +111,7 @@ class DemoRun {
     const options = this.#options;
     const view = this.#view;
     view.print(
-      `kcl demo: ${count(options.workers, 'worker')}, ${count(options.shards, 'shard')}, ${options.rate} records/s over ` +
+      `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${formatQuantity(options.shards, 'shard')}, ${options.rate} records/s over ` +
         `${options.keys} partition keys, ${options.durationSeconds} s script, store ${options.store}`,
       'title',
     );
@@ -165,26 +145,24 @@ class DemoRun {
     const stream = new DemoStream(emulator, STREAM_NAME);
     this.#stream = stream;
     this.#cleanup.add('close the Kinesis client', () => stream.close());
-    await this.#step(`creating stream ${STREAM_NAME} with ${count(options.shards, 'shard')}`, () =>
+    await this.#step(`creating stream ${STREAM_NAME} with ${formatQuantity(options.shards, 'shard')}`, () =>
       stream.create(options.shards),
     );
     this.#shards = await stream.shards();
 
-    const fleet = this.#startFleet(emulator, runDirectory, store.config);
+    const fleet = this.#startFleet(emulator, runDirectory, store.location);
     this.#cleanup.add('kill the workers', () => fleet.killAll());
     const workerIds = Array.from({ length: options.workers }, (_, index) => `w${index + 1}`);
-    await this.#step(`starting ${count(options.workers, 'worker')}, each its own process`, () =>
+    await this.#step(`starting ${formatQuantity(options.workers, 'worker')}, each its own process`, () =>
       Promise.all(workerIds.map((workerId) => fleet.spawn(workerId))),
     );
 
-    const timing = this.#timing;
-    const header = [
-      `kcl demo — ${count(options.workers, 'worker')} on ${count(options.shards, 'shard')}, lease store: ${describeLeaseStore(store.config)}`,
-      `timings: lease renew ${timing.leaseRenewIntervalMs / 1000} s, expiry ${timing.leaseExpiryMs / 1000} s, ` +
-        `rebalance ${timing.rebalanceIntervalMs / 1000} s, poll ${timing.pollIntervalMs} ms ` +
-        `(up to ${timing.maxRecords} records), checkpoint every ${timing.checkpointIntervalMs / 1000} s`,
-      `script: ${this.#timeline.map((step) => `${formatClock(step.atMs)} ${step.label}`).join(', ')}`,
-    ];
+    const header = demoHeader({
+      options,
+      timing: this.#timing,
+      timeline: this.#timeline,
+      store: store.location,
+    });
     if (!view.tty) for (const line of header) view.print(line, 'dim');
 
     // The script clock starts with the producer.
@@ -248,42 +226,16 @@ class DemoRun {
     this.#draw(header);
     view.release();
 
-    const verification = verifyRun({
+    const report = reportRun({
+      fleet,
+      script: this.#script,
       produced: written,
       keys: options.keys,
-      lines: fleet.processedLines(),
-      killed: this.#killedWorker(fleet),
-      leaseLosses: this.#leaseLosses(fleet),
+      timing: this.#timing,
+      durations: { startupMs, scriptMs, drainMs, stopMs, totalMs: preciseNow() - this.#programStartedAt },
     });
-    const totalMs = preciseNow() - this.#programStartedAt;
-    view.print('');
-    for (const line of this.#measurements(fleet)) view.print(line);
-    view.print(
-      `durations: startup ${seconds(startupMs)}, script ${seconds(scriptMs)}, drain ${seconds(drainMs)}, ` +
-        `final stop ${seconds(stopMs)}, total ${seconds(totalMs)}`,
-    );
-    const problems = [...fleet.workers.values()].filter((worker) => worker.lifecycle === 'exited');
-    for (const worker of problems)
-      view.print(
-        `${worker.workerId} exited on its own (${worker.exitSignal ?? worker.exitCode}): ${worker.stderrTail.slice(-3).join(' | ')}`,
-        'problem',
-      );
-    view.print('');
-    const passed = verificationPassed(verification);
-    const lines = describeVerification(verification, {
-      killedWorkerId: this.#killed?.workerId ?? null,
-      checkpointIntervalMs: this.#timing.checkpointIntervalMs,
-    });
-    lines.forEach((line, index) => {
-      view.print(line, index === 0 ? (passed ? 'title' : 'problem') : null);
-    });
-    view.print(
-      passed
-        ? 'verified: no record lost, every partition key processed in write order'
-        : 'FAILED: records were lost or processed out of order',
-      passed ? 'title' : 'problem',
-    );
-    return { exitCode: passed ? 0 : 1, verification };
+    for (const line of report.lines) view.print(line.text, line.style);
+    return { exitCode: report.passed ? 0 : 1, verification: report.verification };
   }
 
   /** Runs a setup step, saying what it waits for and, every 10 s, that it still waits. */
@@ -295,12 +247,12 @@ class DemoRun {
       for (;;) {
         await this.#clock.sleep(10_000, done.signal);
         if (done.signal.aborted) return;
-        this.#view.print(`  still ${what} (${seconds(preciseNow() - startedAt)})…`, 'dim');
+        this.#view.print(`  still ${what} (${formatSeconds(preciseNow() - startedAt)})…`, 'dim');
       }
     })();
     try {
       const result = await work();
-      this.#view.print(`  done in ${seconds(preciseNow() - startedAt)}`, 'dim');
+      this.#view.print(`  done in ${formatSeconds(preciseNow() - startedAt)}`, 'dim');
       return result;
     } finally {
       done.abort();
@@ -308,11 +260,7 @@ class DemoRun {
     }
   }
 
-  #startFleet(
-    emulator: RunningEmulator,
-    runDirectory: string,
-    store: Parameters<typeof describeLeaseStore>[0],
-  ) {
+  #startFleet(emulator: RunningEmulator, runDirectory: string, store: LeaseStoreLocation) {
     const fleet = new Fleet({
       runDirectory,
       settings: {
@@ -340,8 +288,8 @@ class DemoRun {
         if (victim === undefined) return this.#emit('script', 'kill -9 skipped: no worker is running');
         const held = victim.leases.map((lease) => lease.shardId);
         const at = await fleet.kill(victim.workerId);
-        this.#killed = { workerId: victim.workerId, at, held };
-        this.#notes.set(victim.workerId, `kill -9 at ${formatClock(this.#elapsed(at))}`);
+        this.#script = { ...this.#script, killed: { workerId: victim.workerId, at, held } };
+        this.#viewModel.noteWorker(victim.workerId, `kill -9 at ${formatClock(this.#elapsed(at))}`);
         this.#emit(
           'script',
           `kill -9 ${victim.workerId} (held ${held.map(shortShardId).join(', ') || 'nothing'}): its leases ` +
@@ -359,7 +307,7 @@ class DemoRun {
         const target = shardToSplit(await stream.shards());
         if (target === undefined) return this.#emit('script', 'split skipped: no open shard');
         this.#emit('script', `split ${shortShardId(target.shardId)} (keys ${hashRangeLabel(target)})`);
-        this.#split = { at: preciseNow(), parent: target.shardId };
+        this.#script = { ...this.#script, split: { at: preciseNow(), parent: target.shardId } };
         const children = await stream.split(target);
         this.#shards = await stream.shards();
         this.#emit(
@@ -391,8 +339,8 @@ class DemoRun {
         const victim = busiest(live)!;
         const held = victim.leases.map((lease) => shortShardId(lease.shardId));
         const at = preciseNow();
-        this.#gracefullyStopped = { workerId: victim.workerId, at };
-        this.#notes.set(victim.workerId, `graceful stop at ${formatClock(this.#elapsed(at))}`);
+        this.#script = { ...this.#script, gracefullyStopped: { workerId: victim.workerId, at } };
+        this.#viewModel.noteWorker(victim.workerId, `graceful stop at ${formatClock(this.#elapsed(at))}`);
         this.#emit(
           'script',
           `stop ${victim.workerId} gracefully (SIGTERM): it checkpoints and releases ${held.join(', ') || 'nothing'}, ` +
@@ -419,14 +367,13 @@ class DemoRun {
 
   #emit(kind: EventKind, text: string, at = preciseNow()): void {
     const event: ViewEvent = { time: this.#timeLabel(at), kind, text };
-    this.#events.push(event);
-    if (this.#events.length > 200) this.#events.shift();
+    this.#viewModel.addEvent(event);
     this.#view.event(event);
   }
 
   #onWorkerEvent({ at, event }: FleetEvent): void {
-    if (event.type === 'shard-ended' && event.leaseKey !== undefined) this.#endedShards.add(event.leaseKey);
-    if (event.type === 'lease-deleted' && event.leaseKey !== undefined) this.#endedShards.add(event.leaseKey);
+    if ((event.type === 'shard-ended' || event.type === 'lease-deleted') && event.leaseKey !== undefined)
+      this.#viewModel.shardEnded(event.leaseKey);
     const described = describeWorkerEvent(event);
     if (described !== null) this.#emit(described.kind, described.text, at);
   }
@@ -455,282 +402,28 @@ class DemoRun {
 
   #draw(header: readonly string[]): void {
     try {
-      this.#view.draw(this.#snapshot(header));
+      const now = preciseNow();
+      const next = this.#timeline[this.#nextStep];
+      const frame = {
+        header,
+        elapsedMs: Math.min(this.#elapsed(now), this.#durationMs),
+        durationMs: this.#durationMs,
+        phase: this.#phase,
+        next: next === undefined ? null : `${next.label} at ${formatClock(next.atMs)}`,
+        written: this.#producer?.written ?? 0,
+        shards: this.#shards,
+      };
+      this.#view.draw(this.#viewModel.snapshot(this.#fleet!, frame, now));
     } catch (error) {
       this.#view.print(`could not draw the view: ${(error as Error).message}`, 'problem');
     }
   }
-
-  #snapshot(header: readonly string[]): ViewSnapshot {
-    const fleet = this.#fleet!;
-    const producer = this.#producer;
-    const now = preciseNow();
-    const written = producer?.written ?? 0;
-    this.#writeSamples.push({ at: now, written });
-    while (this.#writeSamples.length > 2 && now - (this.#writeSamples[0]?.at ?? now) > 3_000)
-      this.#writeSamples.shift();
-    const firstSample = this.#writeSamples[0];
-    const writeRate =
-      firstSample !== undefined && now - firstSample.at > 500
-        ? ((written - firstSample.written) * 1000) / (now - firstSample.at)
-        : 0;
-
-    const owners = new Map<string, { workerId: string; state: string; lagMs: number | null }>();
-    for (const worker of fleet.workers.values()) {
-      if (worker.lifecycle !== 'running' && worker.lifecycle !== 'stopping') continue;
-      for (const lease of worker.leases) {
-        // The lag shown is the largest of the last 2 s, so a backlog read in one call still shows.
-        const recentPeak = fleet.peakLag(lease.shardId, now - 2_000);
-        owners.set(lease.shardId, {
-          workerId: worker.workerId,
-          state: STATE_LABELS[lease.state] ?? lease.state,
-          lagMs:
-            lease.millisBehindLatest === null && recentPeak === 0
-              ? null
-              : Math.max(lease.millisBehindLatest ?? 0, recentPeak),
-        });
-        this.#lastOwner.set(lease.shardId, worker.workerId);
-      }
-    }
-    const workers: WorkerRow[] = [...fleet.workers.values()].map((worker) => ({
-      workerId: worker.workerId,
-      state: worker.lifecycle,
-      leases: worker.leases.map((lease) => shortShardId(lease.shardId)),
-      recordsPerSecond:
-        worker.lifecycle === 'running' || worker.lifecycle === 'stopping'
-          ? fleet.rate(worker.workerId)
-          : null,
-      processed: worker.processed,
-      note: this.#notes.get(worker.workerId) ?? '',
-    }));
-    const shards: ShardRow[] = [...this.#shards]
-      .sort((a, b) => shardNumber(a.shardId) - shardNumber(b.shardId))
-      .map((shard) => {
-        const owner = owners.get(shard.shardId);
-        let state: string;
-        if (owner !== undefined) state = owner.state;
-        else if (this.#endedShards.has(shard.shardId)) state = 'ended';
-        else {
-          const last = this.#lastOwner.get(shard.shardId);
-          const lastWorker = last === undefined ? undefined : fleet.workers.get(last);
-          state =
-            lastWorker?.lifecycle === 'killed'
-              ? `no owner (${last} was killed; waiting for its lease to expire)`
-              : lastWorker?.lifecycle === 'stopped' || lastWorker?.lifecycle === 'stopping'
-                ? `released by ${last}`
-                : 'no owner';
-        }
-        return {
-          shard: shortShardId(shard.shardId),
-          keys: hashRangeLabel(shard),
-          owner: owner?.workerId ?? null,
-          state,
-          lagMs: owner?.lagMs ?? null,
-          parents: shard.parentShardIds.map(shortShardId),
-        };
-      });
-    const next = this.#timeline[this.#nextStep];
-    return {
-      header,
-      elapsedMs: Math.min(this.#elapsed(now), this.#durationMs),
-      durationMs: this.#durationMs,
-      phase: this.#phase,
-      next: next === undefined ? null : `${next.label} at ${formatClock(next.atMs)}`,
-      written,
-      writeRate,
-      processedDistinct: fleet.distinctProcessed(),
-      processedTotal: fleet.processedLines().length,
-      workers,
-      shards,
-      events: this.#events,
-    };
-  }
-
-  // ── results ─────────────────────────────────────────────────────────────────────────────────
-
-  #killedWorker(fleet: Fleet) {
-    const killed = this.#killed;
-    if (killed === null) return null;
-    const checkpoints = new Map<string, string>();
-    for (const { at, event } of fleet.events) {
-      if (event.workerId !== killed.workerId || event.type !== 'checkpoint-written') continue;
-      if (at <= killed.at && event.leaseKey !== undefined && event.checkpoint !== undefined)
-        checkpoints.set(event.leaseKey, event.checkpoint);
-    }
-    return { workerId: killed.workerId, at: killed.at, checkpoints };
-  }
-
-  #leaseLosses(fleet: Fleet): LeaseLoss[] {
-    return fleet.events
-      .filter(({ event }) => event.type === 'lease-lost' && event.leaseKey !== undefined)
-      .map(({ at, event }) => ({
-        workerId: event.workerId,
-        leaseKey: event.leaseKey ?? '',
-        at,
-        reason: event.reason ?? 'unknown',
-      }));
-  }
-
-  /** What the run measured: failover after the kill, hand-over after the graceful stop, the split. */
-  #measurements(fleet: Fleet): string[] {
-    const lines: string[] = [];
-    const takenAfter = (
-      leaseKey: string,
-      after: number,
-      by?: (workerId: string) => boolean,
-    ): number | null => {
-      const taken = fleet.events.find(
-        ({ at, event }) =>
-          event.type === 'lease-taken' &&
-          event.leaseKey === leaseKey &&
-          at > after &&
-          (by === undefined || by(event.workerId)),
-      );
-      return taken?.at ?? null;
-    };
-    const killed = this.#killed;
-    if (killed !== null && killed.held.length > 0) {
-      const times = killed.held.map((leaseKey) =>
-        takenAfter(leaseKey, killed.at, (workerId) => workerId !== killed.workerId),
-      );
-      const taken = times.filter((time): time is number => time !== null);
-      if (taken.length > 0) {
-        const lastTaken = Math.max(...taken);
-        const peak = Math.max(...killed.held.map((shardId) => fleet.peakLag(shardId, killed.at)));
-        lines.push(
-          `failover: ${taken.length} of ${count(killed.held.length, 'lease')} of the killed ${killed.workerId} taken over ` +
-            `${seconds(lastTaken - killed.at)} after the kill -9 (lease expiry ${this.#timing.leaseExpiryMs / 1000} s); ` +
-            `their shards were up to ${seconds(peak)} behind, then caught up`,
-        );
-      }
-    }
-    const stopped = this.#gracefullyStopped;
-    if (stopped !== null) {
-      const released = fleet.events.filter(
-        ({ at, event }) =>
-          event.type === 'lease-released' && event.workerId === stopped.workerId && at >= stopped.at,
-      );
-      const gaps = released
-        .map(({ at, event }) => {
-          const taken = takenAfter(event.leaseKey ?? '', at - 1);
-          return taken === null ? null : taken - at;
-        })
-        .filter((gap): gap is number => gap !== null);
-      if (gaps.length > 0)
-        lines.push(
-          `graceful stop: ${stopped.workerId} released ${count(released.length, 'lease')}; the others took ${gaps.length} of ` +
-            `them within ${seconds(Math.max(...gaps))} (no expiry wait)`,
-        );
-    }
-    const split = this.#split;
-    if (split !== null) {
-      const ended = fleet.events.find(
-        ({ at, event }) => event.type === 'shard-ended' && event.leaseKey === split.parent && at > split.at,
-      );
-      if (ended !== undefined)
-        lines.push(
-          `split: ${shortShardId(split.parent)} was processed to its end ${seconds(ended.at - split.at)} after the split; its children started then`,
-        );
-    }
-    return lines;
-  }
 }
 
+/** The live worker holding the most leases: the script's victim. */
 function busiest(workers: readonly FleetWorker[]): FleetWorker | undefined {
   let best: FleetWorker | undefined;
   for (const worker of workers)
     if (best === undefined || worker.leases.length > best.leases.length) best = worker;
   return best;
-}
-
-function shardNumber(shardId: string): number {
-  const match = /(\d+)$/.exec(shardId);
-  return match === null ? 0 : Number(match[1]);
-}
-
-function count(value: number, noun: string): string {
-  return `${value} ${noun}${value === 1 ? '' : 's'}`;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
-
-/** A worker's event as a line of the view; null for the frequent ones the view leaves out. */
-export function describeWorkerEvent(event: WorkerEvent): { kind: EventKind; text: string } | null {
-  const shard = event.leaseKey === undefined ? '' : shortShardId(event.leaseKey);
-  const list = (ids: readonly string[] | undefined): string => (ids ?? []).map(shortShardId).join(', ');
-  switch (event.type) {
-    case 'worker-started':
-      return { kind: 'worker', text: `${event.workerId} started` };
-    case 'worker-stopped':
-      return {
-        kind: 'worker',
-        text: `${event.workerId} stopped${event.graceful === true ? ' (graceful)' : ''}`,
-      };
-    case 'worker-exited':
-      return { kind: 'problem', text: `${event.workerId} exited on its own (${event.reason ?? 'unknown'})` };
-    case 'lease-taken':
-      if (event.stolen === true)
-        return {
-          kind: 'lease',
-          text: `${event.workerId} stole ${shard} from ${event.previousOwner ?? '?'} to even out the fleet`,
-        };
-      return {
-        kind: 'lease',
-        text:
-          event.previousOwner === null || event.previousOwner === undefined
-            ? `${event.workerId} took ${shard}`
-            : `${event.workerId} took ${shard} (lease of ${event.previousOwner} expired or released)`,
-      };
-    case 'lease-lost':
-      return {
-        kind: 'lease',
-        text: `${event.workerId} lost ${shard} (${
-          event.reason === 'taken-by-other'
-            ? 'taken by another worker'
-            : event.reason === 'expired'
-              ? 'not renewed in time'
-              : (event.reason ?? 'unknown')
-        })`,
-      };
-    case 'lease-released':
-      return { kind: 'lease', text: `${event.workerId} released ${shard}` };
-    case 'leases-created':
-      return {
-        kind: 'shard',
-        text:
-          event.cause === 'shard-end'
-            ? `${event.workerId} created leases for the children ${list(event.leaseKeys)}`
-            : event.cause === 'initial'
-              ? `${event.workerId} created the initial leases ${list(event.leaseKeys)}`
-              : `${event.workerId} created leases for uncovered shards ${list(event.leaseKeys)}`,
-      };
-    case 'shard-ended':
-      return {
-        kind: 'shard',
-        text: `${event.workerId} processed ${shard} to its end (children ${list(event.childShardIds)})`,
-      };
-    case 'lease-deleted':
-      return { kind: 'shard', text: `${event.workerId} deleted the finished lease of ${shard}` };
-    case 'iterator-expired':
-      return { kind: 'lease', text: `${event.workerId}: shard iterator of ${shard} expired; renewed` };
-    case 'store-error':
-      return {
-        kind: 'problem',
-        text: `${event.workerId}: lease store error in ${event.operation ?? '?'}: ${event.error ?? ''}`,
-      };
-    case 'checkpoint-failed':
-      return {
-        kind: 'problem',
-        text: `${event.workerId}: checkpoint of ${shard} failed (tried again later): ${event.error ?? ''}`,
-      };
-    case 'processing-error':
-      return {
-        kind: 'problem',
-        text: `${event.workerId}: processing error on ${shard}: ${event.error ?? ''}`,
-      };
-    default:
-      return null;
-  }
 }

@@ -38,6 +38,7 @@ export interface ViewSnapshot {
   readonly phase: string;
   /** The next step of the script, e.g. "kill -9 a worker at 00:12". */
   readonly next: string | null;
+  /** Records the producer has written so far. */
   readonly written: number;
   readonly writeRate: number;
   readonly processedDistinct: number;
@@ -70,6 +71,16 @@ export function formatEventTime(ms: number): string {
 
 export function formatCount(value: number): string {
   return Math.round(value).toLocaleString('en-US');
+}
+
+/** `3, 'worker'` → `3 workers`; `1, 'shard'` → `1 shard`. */
+export function formatQuantity(value: number, noun: string): string {
+  return `${value} ${noun}${value === 1 ? '' : 's'}`;
+}
+
+/** `1_234` → `1.2 s`. */
+export function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }
 
 export function formatLag(ms: number | null): string {

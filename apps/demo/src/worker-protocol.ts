@@ -1,15 +1,12 @@
 import type { LeaseStatus } from '@kcl/consumer';
-import type { LeaseStoreConfig } from './lease-store-config.js';
+import type { LeaseStoreLocation } from '@kcl/stores';
+import { FLEET_TIMINGS, type FleetTiming } from '@kcl/testkit';
 
-/** The consumer timings of the demo: short, so failover and hand-over show within seconds. */
-export interface DemoTiming {
-  readonly leaseRenewIntervalMs: number;
-  readonly leaseExpiryMs: number;
-  readonly rebalanceIntervalMs: number;
-  readonly pollIntervalMs: number;
-  readonly parentPollIntervalMs: number;
-  readonly shardSyncIntervalMs: number;
-  readonly leaseCleanupIntervalMs: number;
+/**
+ * The consumer timings of the demo: short, so failover and hand-over show within seconds (the testkit's
+ * `demo` preset, which bench/failover measures too), and the demo's own processor settings.
+ */
+export interface DemoTiming extends FleetTiming {
   /** Records per GetRecords call (see `maxRecordsFor`). */
   readonly maxRecords: number;
   /** How often the demo's processor checkpoints a shard (a real application would also checkpoint periodically). */
@@ -17,13 +14,7 @@ export interface DemoTiming {
 }
 
 export const DEMO_TIMING: DemoTiming = {
-  leaseRenewIntervalMs: 1_000,
-  leaseExpiryMs: 3_000,
-  rebalanceIntervalMs: 1_000,
-  pollIntervalMs: 200,
-  parentPollIntervalMs: 500,
-  shardSyncIntervalMs: 10_000,
-  leaseCleanupIntervalMs: 2_000,
+  ...FLEET_TIMINGS.demo,
   maxRecords: 100,
   checkpointIntervalMs: 1_000,
 };
@@ -47,7 +38,8 @@ export interface DemoWorkerConfig {
     readonly region: string;
     readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
   };
-  readonly store: LeaseStoreConfig;
+  /** The lease store, as `openLeaseStore` takes it. */
+  readonly store: LeaseStoreLocation;
   /** Where the worker appends a line per record it processes, before checkpointing. */
   readonly outputFile: string;
   readonly timing: DemoTiming;

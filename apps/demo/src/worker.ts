@@ -6,8 +6,8 @@ import { appendFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { createConsumer } from '@kcl/consumer';
 import { createLineLogger, type KclEvent, LeaseLostError, systemClock } from '@kcl/core';
+import { openLeaseStore } from '@kcl/stores';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { openLeaseStore } from './lease-store-config.js';
 import {
   type DemoWorkerConfig,
   type ProcessedLine,
@@ -32,7 +32,11 @@ function toWorkerEvent(event: KclEvent): WorkerEvent {
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as DemoWorkerConfig;
   const { timing } = config;
-  const { store, close } = openLeaseStore(config.store, config.applicationName);
+  // A DynamoDB call that hangs fails after 10 s (and is retried) instead of stalling renewals.
+  const store = await openLeaseStore(config.store, {
+    applicationName: config.applicationName,
+    requestTimeoutMs: 10_000,
+  });
   const kinesis = new KinesisClient({
     endpoint: config.kinesis.endpoint,
     region: config.kinesis.region,
@@ -63,8 +67,8 @@ async function main(): Promise<void> {
     leaseCleanupIntervalMs: timing.leaseCleanupIntervalMs,
     // Empty batches too, so an idle shard still checkpoints on time.
     callProcessRecordsEvenForEmptyRecordList: true,
-    processingRetry: { initialMs: 50, maxMs: 500 },
-    kinesisRetry: { initialMs: 50, maxMs: 1_000 },
+    processingRetry: timing.processingRetry,
+    kinesisRetry: timing.kinesisRetry,
     logger,
     onEvent: (event) => send({ type: 'event', at: preciseNow(), event: toWorkerEvent(event) }),
     processor: (shardId) => {
@@ -96,7 +100,7 @@ async function main(): Promise<void> {
               // The records are handled; a failed checkpoint is tried again with the next batch (throwing
               // would have the batch delivered, and appended, again). A lost lease needs nothing: the
               // runtime stops delivering this shard and reports the loss as an event.
-              if (!(error instanceof LeaseLostError))
+              if (!LeaseLostError.is(error))
                 send({
                   type: 'event',
                   at: preciseNow(),
@@ -153,7 +157,7 @@ async function main(): Promise<void> {
   await reporter;
   send({ type: 'status', workerId: config.workerId, at: preciseNow(), processed, leases: [], peakLagMs: {} });
   kinesis.destroy();
-  await close();
+  await store.close();
   process.exit();
 }
 

@@ -83,7 +83,7 @@ describe('the demo, as a user runs it', () => {
     const produced = Number(/^produced (\d+)/m.exec(output)?.[1]);
     expect(produced).toBeGreaterThan(25 * 200 * 0.6);
     // The SQLite file and the worker outputs are gone.
-    const runDirectory = /SQLite file (\S+)\/leases\.db/.exec(output)?.[1] ?? '';
+    const runDirectory = /lease store: sqlite:(\S+)\/leases\.db/.exec(output)?.[1] ?? '';
     expect(runDirectory).not.toBe('');
     expect(existsSync(runDirectory)).toBe(false);
   });
@@ -93,7 +93,7 @@ describe('the demo, as a user runs it', () => {
   }, async () => {
     const run = startDemo(['--no-tty', '--workers', '2']);
     await waitForOutput(run, /^\[00:0\d\.\d\] producing:/m, 75_000);
-    const runDirectory = /SQLite file (\S+)\/leases\.db/.exec(run.output())?.[1] ?? '';
+    const runDirectory = /lease store: sqlite:(\S+)\/leases\.db/.exec(run.output())?.[1] ?? '';
     expect(runDirectory).not.toBe('');
     expect(processesMentioning(runDirectory)).toHaveLength(2);
     const emulatorPort = Number(

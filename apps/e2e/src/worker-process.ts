@@ -6,8 +6,9 @@ import { appendFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { createConsumer, stopOnSignals } from '@kcl/consumer';
 import { createLineLogger } from '@kcl/core';
+import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { openLeaseStore, type StoreConfig } from './store-config.js';
+import { openStore, type StoreConfig } from './store-config.js';
 
 export interface WorkerProcessConfig {
   readonly workerId: string;
@@ -16,15 +17,7 @@ export interface WorkerProcessConfig {
   readonly kinesisEndpoint: string;
   readonly store: StoreConfig;
   readonly outputFile: string;
-  readonly timing: {
-    readonly leaseRenewIntervalMs: number;
-    readonly leaseExpiryMs: number;
-    readonly rebalanceIntervalMs: number;
-    readonly pollIntervalMs: number;
-    readonly parentPollIntervalMs: number;
-    readonly shardSyncIntervalMs: number;
-    readonly leaseCleanupIntervalMs: number;
-  };
+  readonly timing: FleetTiming;
 }
 
 /** One line of the output file. */
@@ -41,7 +34,7 @@ const now = (): number => performance.timeOrigin + performance.now();
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig;
-  const { store, close } = openLeaseStore(config.store, config.applicationName);
+  const { store, close } = await openStore(config.store, config.applicationName);
   const kinesis = new KinesisClient({
     endpoint: config.kinesisEndpoint,
     region: 'us-east-1',
@@ -61,8 +54,6 @@ async function main(): Promise<void> {
     leaseStore: store,
     initialPosition: 'TRIM_HORIZON',
     ...config.timing,
-    processingRetry: { initialMs: 50, maxMs: 500 },
-    kinesisRetry: { initialMs: 50, maxMs: 1_000 },
     logger,
     onEvent: (event) => {
       process.stdout.write(`${JSON.stringify({ ...event, at: now(), error: undefined })}\n`);

@@ -8,10 +8,10 @@ import {
   type RecordProcessor,
 } from '@kcl/consumer';
 import { type Lease, noopLogger, systemClock, systemRandom } from '@kcl/core';
-import { createFaultyLeaseStore, waitUntil } from '@kcl/testkit';
+import { createFaultyLeaseStore, FLEET_TIMINGS, waitUntil } from '@kcl/testkit';
 import { localKinesisClient, openShards, putRecords, splitShard } from '@kcl/testkit/kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OpenedStore, openLeaseStore } from '../src/store-config.js';
+import { type OpenedStore, openStore } from '../src/store-config.js';
 import { startTestStream, type TestStream } from './support/stream.js';
 
 /**
@@ -21,16 +21,10 @@ import { startTestStream, type TestStream } from './support/stream.js';
  */
 
 const TIMING = {
-  leaseRenewIntervalMs: 300,
-  leaseExpiryMs: 1_000,
-  rebalanceIntervalMs: 300,
-  pollIntervalMs: 100,
-  parentPollIntervalMs: 200,
-  shardSyncIntervalMs: 2_000,
+  ...FLEET_TIMINGS.processes,
+  // The cases read a finished parent's lease at SHARD_END: the cleanup must not delete it meanwhile.
   leaseCleanupIntervalMs: 60_000,
   shutdownTimeoutMs: 5_000,
-  processingRetry: { initialMs: 20, maxMs: 200 },
-  kinesisRetry: { initialMs: 50, maxMs: 500 },
 } as const;
 
 let stream: TestStream;
@@ -50,8 +44,8 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-function sqliteStore(name: string): OpenedStore {
-  const store = openLeaseStore({ kind: 'sqlite', file: join(dir, `${name}.db`) }, name);
+async function sqliteStore(name: string): Promise<OpenedStore> {
+  const store = await openStore({ kind: 'sqlite', file: join(dir, `${name}.db`) }, name);
   opened.push(store);
   return store;
 }
@@ -86,14 +80,14 @@ function consumer(name: string, store: OpenedStore['store'], workerId: string, o
 }
 
 async function leaseOf(store: OpenedStore['store'], leaseKey: string): Promise<Lease | null> {
-  return store.getLease(leaseKey);
+  return store.leases.get(leaseKey);
 }
 
 describe('edges on kinesis-local and SQLite', () => {
   it('a graceful stop during a closed parent’s final batch leaves it short of SHARD_END; the next owner processes every record', async () => {
     const name = 'edge-stop-final-batch';
     const { parent } = await closedParent(name, 3_000);
-    const { store } = sqliteStore(name);
+    const { store } = await sqliteStore(name);
     const handled = new Set<string>();
     let handledWhenShardEnded: number | null = null;
     const processor = (): RecordProcessor => ({
@@ -136,7 +130,7 @@ describe('edges on kinesis-local and SQLite', () => {
   it('a pipeline stopped while admitting the final batch leaves the parent short of SHARD_END; nothing is lost', async () => {
     const name = 'edge-stop-final-batch-pipeline';
     const { parent } = await closedParent(name, 2_000);
-    const { store } = sqliteStore(name);
+    const { store } = await sqliteStore(name);
     const handled = new Set<string>();
     const pipeline = () =>
       createPipelineProcessorFactory(
@@ -173,7 +167,7 @@ describe('edges on kinesis-local and SQLite', () => {
   it('a processor that checkpoints in the middle of a batch and then throws completes the shard', async () => {
     const name = 'edge-mid-batch-throw';
     const { parent } = await closedParent(name, 100);
-    const { store } = sqliteStore(name);
+    const { store } = await sqliteStore(name);
     const handled = new Set<string>();
     let thrown = false;
     const worker = consumer(name, store, 'only', {
@@ -204,7 +198,7 @@ describe('edges on kinesis-local and SQLite', () => {
   it('a graceful stop at a shard’s end ends within shutdownTimeoutMs behind a poison message', async () => {
     const name = 'edge-stop-poison';
     const { parent } = await closedParent(name, 50);
-    const { store } = sqliteStore(name);
+    const { store } = await sqliteStore(name);
     const worker = consumer(name, store, 'only', {
       processor: createPipelineProcessorFactory(
         {
@@ -234,9 +228,9 @@ describe('edges on kinesis-local and SQLite', () => {
   it('a release that fails after SHARD_END does not run shardEnded again, and the stop ends', async () => {
     const name = 'edge-release-fails';
     const { parent } = await closedParent(name, 20);
-    const { store } = sqliteStore(name);
+    const { store } = await sqliteStore(name);
     const faulty = createFaultyLeaseStore(store);
-    faulty.faults.failNext(1, { operations: ['releaseLease'] });
+    faulty.faults.failNext(1, { operations: ['leases.release'] });
     let shardEnded = 0;
     const worker = consumer(name, faulty, 'only', {
       processor: (): RecordProcessor => ({
@@ -260,6 +254,6 @@ describe('edges on kinesis-local and SQLite', () => {
     await worker.stop();
     expect(performance.now() - started).toBeLessThan(TIMING.shutdownTimeoutMs);
     expect(shardEnded).toBe(1);
-    expect(faulty.faults.calls('releaseLease')).toBeGreaterThanOrEqual(1);
+    expect(faulty.faults.calls('leases.release')).toBeGreaterThanOrEqual(1);
   });
 });

@@ -8,10 +8,11 @@ import {
   liveMigrationStatus,
   startLiveMigration,
 } from '@kcl/store-migrate';
+import type { LeaseStoreLocation } from '@kcl/stores';
 import type { RunningEmulator } from '@kcl/testkit';
 import { startDynalite } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { type OpenedStore, openLeaseStore, type PlainStoreConfig } from '../src/store-config.js';
+import { type OpenedStore, openStore } from '../src/store-config.js';
 import { checkPostgres, createPostgresDatabase } from './support/databases.js';
 import { FleetHarness, verify, waitFor } from './support/harness.js';
 import { startTestStream, type TestStream } from './support/stream.js';
@@ -50,21 +51,25 @@ describe.skipIf(!postgres.available)('a live migration under a running fleet', (
   it('loses nothing, keeps every key in order and leaves every lease at or beyond its last record', async () => {
     const streamName = `live-migration-${Date.now()}`;
     const applicationName = `live-${Date.now()}`;
-    const source: PlainStoreConfig = { kind: 'dynamo', endpoint: dynalite.endpoint, region: dynalite.region };
-    const target: PlainStoreConfig = { kind: 'postgres', url: database.url };
+    const source: LeaseStoreLocation = {
+      kind: 'dynamo',
+      endpoint: dynalite.endpoint,
+      region: dynalite.region,
+    };
+    const target: LeaseStoreLocation = { kind: 'postgres', url: database.url };
     const migrating = {
       kind: 'migrating',
       from: source,
       to: target,
       phaseRefreshMs: PHASE_REFRESH_MS,
     } as const;
-    const open = (config: PlainStoreConfig) => {
-      const handle = openLeaseStore(config, applicationName);
+    const open = async (location: LeaseStoreLocation) => {
+      const handle = await openStore(location, applicationName);
       opened.push(handle);
       return handle.store;
     };
-    const from = open(source);
-    const to = open(target);
+    const from = await open(source);
+    const to = await open(target);
     // The tool's stores (`kcl-migrate` runs in this process; it is a library call underneath).
     const stores = { from, to };
 
@@ -178,19 +183,20 @@ describe.skipIf(!postgres.available)('a live migration under a running fleet', (
       const sequence = BigInt(line.q);
       if (sequence > (lastProcessed.get(line.s) ?? -1n)) lastProcessed.set(line.s, sequence);
     }
-    const leases = await to.listLeases();
+    const leases = await to.leases.list();
     expect(leases).toHaveLength(4);
+    // The shards with a lease are exactly the shards records were processed from: none processed nothing.
+    expect(leases.map((lease) => lease.leaseKey).sort()).toEqual([...lastProcessed.keys()].sort());
     for (const lease of leases) {
-      const last = lastProcessed.get(lease.leaseKey);
-      expect(last, `${lease.leaseKey} processed nothing`).toBeDefined();
+      const last = lastProcessed.get(lease.leaseKey) ?? -1n;
       expect(lease.checkpoint.isSentinel, `${lease.leaseKey}: ${lease.checkpoint.toString()}`).toBe(false);
       expect(
-        BigInt(lease.checkpoint.sequenceNumber) >= (last as bigint),
+        BigInt(lease.checkpoint.sequenceNumber) >= last,
         `${lease.leaseKey} checkpointed at ${lease.checkpoint.toString()}, last processed ${last}`,
       ).toBe(true);
     }
-    expect((await from.listLeases()).every((lease: Lease) => isSealedLease(lease))).toBe(true);
-    expect(await to.getMigrationMarker()).toBeNull();
+    expect((await from.leases.list()).every((lease: Lease) => isSealedLease(lease))).toBe(true);
+    expect(await to.admin.getMigrationMarker()).toBeNull();
     const status = await liveMigrationStatus(stores);
     expect(status).toMatchObject({ phase: 'complete', targetGuarded: false, takenSeals: [] });
     // After complete, status shows the target's registry (the one workers write): everyone stopped.

@@ -2,9 +2,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Lease } from '@kcl/core';
+import { FLEET_TIMINGS } from '@kcl/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { type OpenedStore, openLeaseStore, type StoreConfig } from '../../src/store-config.js';
-import { FLEET_TIMING, FleetHarness, verify, waitFor } from './harness.js';
+import { type OpenedStore, openStore, type StoreConfig } from '../../src/store-config.js';
+import { FleetHarness, verify, waitFor } from './harness.js';
 import { byHashKey, startTestStream, type TestStream } from './stream.js';
 
 export interface StoreUnderTest {
@@ -12,6 +13,9 @@ export interface StoreUnderTest {
   readonly config: StoreConfig;
   teardown(): Promise<void>;
 }
+
+/** The timings the worker processes run with (the harness's default). */
+const TIMING = FLEET_TIMINGS.processes;
 
 let counter = 0;
 
@@ -76,8 +80,8 @@ export function describeFleetScenarios(
         return { harness, streamName, applicationName };
       };
 
-      const openStore = (applicationName: string) => {
-        const handle = openLeaseStore(store.config, applicationName);
+      const openApplicationStore = async (applicationName: string) => {
+        const handle = await openStore(store.config, applicationName);
         opened.push(handle);
         return handle.store;
       };
@@ -119,9 +123,9 @@ export function describeFleetScenarios(
         const victimLeases = [...fleetHarness.leasesOf('w2')];
         expect(victimLeases.length).toBeGreaterThan(0);
         const killedAt = await fleetHarness.kill('w2');
-        const leaseStore = openStore(applicationName);
+        const leaseStore = await openApplicationStore(applicationName);
         const checkpoints = new Map<string, Lease | null>();
-        for (const leaseKey of victimLeases) checkpoints.set(leaseKey, await leaseStore.getLease(leaseKey));
+        for (const leaseKey of victimLeases) checkpoints.set(leaseKey, await leaseStore.leases.get(leaseKey));
         await waitFor(
           () =>
             victimLeases.every((leaseKey) =>
@@ -137,8 +141,7 @@ export function describeFleetScenarios(
         await fleetHarness.stopAll();
 
         const processed = fleetHarness.processed();
-        const limit =
-          FLEET_TIMING.leaseExpiryMs + FLEET_TIMING.rebalanceIntervalMs * 1.25 + FLEET_TIMING.pollIntervalMs;
+        const limit = TIMING.leaseExpiryMs + TIMING.rebalanceIntervalMs * 1.25 + TIMING.pollIntervalMs;
         for (const leaseKey of victimLeases) {
           const resumed = processed.find(
             (line) => line.s === leaseKey && line.w !== 'w2' && line.t > killedAt,
@@ -234,7 +237,7 @@ export function describeFleetScenarios(
         await producer.stop();
         await waitFor(() => fleetHarness.distinctCount() >= stream.written.length, 120_000, 'every record');
         await fleetHarness.stopAll();
-        expect(taken - released).toBeLessThan(2 * FLEET_TIMING.rebalanceIntervalMs * 1.25 + 500);
+        expect(taken - released).toBeLessThan(2 * TIMING.rebalanceIntervalMs * 1.25 + 500);
         const result = verify(stream.written, fleetHarness.processed());
         expect(result).toMatchObject({ lost: 0, duplicates: 0, orderViolations: 0 });
       });

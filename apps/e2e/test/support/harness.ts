@@ -4,21 +4,11 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { waitUntil } from '@kcl/testkit';
+import { FLEET_TIMINGS, waitUntil } from '@kcl/testkit';
 import type { StoreConfig } from '../../src/store-config.js';
 import type { ProcessedLine, WorkerProcessConfig } from '../../src/worker-process.js';
 
 const workerScript = join(dirname(fileURLToPath(import.meta.url)), '../../dist/worker-process.js');
-
-export const FLEET_TIMING: WorkerProcessConfig['timing'] = {
-  leaseRenewIntervalMs: 300,
-  leaseExpiryMs: 1_000,
-  rebalanceIntervalMs: 400,
-  pollIntervalMs: 100,
-  parentPollIntervalMs: 200,
-  shardSyncIntervalMs: 2_000,
-  leaseCleanupIntervalMs: 1_000,
-};
 
 export interface FleetEvent {
   readonly type: string;
@@ -63,7 +53,7 @@ export class FleetHarness {
       kinesisEndpoint: this.options.kinesisEndpoint,
       store,
       outputFile,
-      timing: this.options.timing ?? FLEET_TIMING,
+      timing: this.options.timing ?? FLEET_TIMINGS.processes,
     };
     const child = spawn(process.execPath, [workerScript, JSON.stringify(config)], {
       stdio: ['ignore', 'pipe', 'pipe'],
