@@ -28,6 +28,8 @@ function fakeStore(answer: (operation: string, args: unknown[]) => Promise<unkno
       'renewMany',
       'take',
       'release',
+      'requestHandoff',
+      'completeHandoff',
       'checkpoint',
       'updateMeta',
       'delete',

@@ -25,6 +25,8 @@ const CALLS = {
   'leases.renewMany': 1,
   'leases.take': 3,
   'leases.release': 2,
+  'leases.requestHandoff': 3,
+  'leases.completeHandoff': 2,
   'leases.checkpoint': 3,
   'leases.updateMeta': 2,
   'leases.delete': 1,

@@ -43,6 +43,7 @@ export {
 export type { Lease, LeaseHandoff, LeaseInit } from './lease.js';
 export {
   compareLeaseKeys,
+  handoffProblem,
   handoffsEqual,
   isLeaseComplete,
   leaseFromInit,

@@ -1,6 +1,6 @@
 import type { ExtendedSequenceNumber } from './extended-sequence-number.js';
 import type { HashKeyRange } from './hash-key.js';
-import type { Lease, LeaseInit } from './lease.js';
+import type { Lease, LeaseHandoff, LeaseInit } from './lease.js';
 
 /**
  * Why a conditional write did not apply. A lost race is an ordinary outcome in a fleet, so it is a
@@ -8,8 +8,11 @@ import type { Lease, LeaseInit } from './lease.js';
  * - `already-exists`: `create` found a lease with that key.
  * - `not-found`: the lease does not exist (deleted, or never created).
  * - `counter-mismatch`: someone else wrote the lease since the caller read it.
+ * - `handoff-mismatch`: the counter matched, but the lease's hand-off state is not what the call needs
+ *   (`requestHandoff`: the owner is not `from`, or another hand-off is in progress; `completeHandoff`:
+ *   no hand-off is in progress).
  */
-export type LostRaceReason = 'already-exists' | 'not-found' | 'counter-mismatch';
+export type LostRaceReason = 'already-exists' | 'not-found' | 'counter-mismatch' | 'handoff-mismatch';
 
 export type LeaseWriteResult =
   | { readonly ok: true; readonly lease: Lease }
@@ -110,7 +113,7 @@ export interface LeaseRepository {
   get(leaseKey: string, options?: StoreCallOptions): Promise<Lease | null>;
   /** Creates the lease unless one with its key exists (`already-exists`). */
   create(lease: LeaseInit, options?: StoreCallOptions): Promise<LeaseWriteResult>;
-  /** Increments the counter, proving the owner is alive. */
+  /** Increments the counter, proving the owner is alive. A hand-off in progress stays, and is returned. */
   renew(leaseKey: string, leaseCounter: number, options?: StoreCallOptions): Promise<LeaseWriteResult>;
   /**
    * Renews several leases; one result per lease, in the order given. A lease whose own write failed
@@ -118,16 +121,48 @@ export interface LeaseRepository {
    * report per lease (the whole request failed). See `capabilities.batchRenew`.
    */
   renewMany(renewals: readonly LeaseRenewal[], options?: StoreCallOptions): Promise<LeaseBatchWriteResult[]>;
-  /** Sets the owner (counting an owner switch when it changes from another owner) and increments the counter. */
+  /**
+   * Sets the owner (counting an owner switch when it changes from another owner), clears any hand-off
+   * and increments the counter.
+   */
   take(
     leaseKey: string,
     leaseCounter: number,
     owner: string,
     options?: StoreCallOptions,
   ): Promise<LeaseWriteResult>;
-  /** Clears the owner (evicts it) and increments the counter, so another worker can take the lease at once. */
+  /**
+   * Clears the owner (evicts it) and any hand-off and increments the counter, so another worker can take
+   * the lease at once.
+   */
   release(leaseKey: string, leaseCounter: number, options?: StoreCallOptions): Promise<LeaseWriteResult>;
-  /** Writes the checkpoint (and pending checkpoint), resets the owner-switch count, increments the counter. */
+  /**
+   * Asks the owner to hand the lease over (cooperative hand-off): records `handoff` on the lease when its
+   * counter is `leaseCounter`, its owner is `handoff.from` and no hand-off is in progress. The counter is
+   * not incremented, so the owner's renewals go on undisturbed and return the lease with the request;
+   * `take` (a steal) and `release` still apply and clear it, which is how a hand-off that does not
+   * complete in time falls back. Rejects `from === to` and empty names with a `ConfigurationError`.
+   */
+  requestHandoff(
+    leaseKey: string,
+    leaseCounter: number,
+    handoff: LeaseHandoff,
+    options?: StoreCallOptions,
+  ): Promise<LeaseWriteResult>;
+  /**
+   * The owner ends a hand-off it was asked for, once its processor has checkpointed: the lease goes to
+   * `handoff.to`, the hand-off is cleared, the owner switch is counted and the counter incremented.
+   * Conditional on the counter and on a hand-off being in progress (`handoff-mismatch` otherwise).
+   */
+  completeHandoff(
+    leaseKey: string,
+    leaseCounter: number,
+    options?: StoreCallOptions,
+  ): Promise<LeaseWriteResult>;
+  /**
+   * Writes the checkpoint (and pending checkpoint), resets the owner-switch count, increments the
+   * counter. A hand-off in progress stays.
+   */
   checkpoint(
     leaseKey: string,
     leaseCounter: number,

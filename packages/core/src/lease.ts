@@ -17,6 +17,32 @@ export interface LeaseHandoff {
 }
 
 /**
+ * What is wrong with a hand-off a store is asked to record, or null: both names non-empty and
+ * different, a deadline that is a valid date or null, and — when `owner` is given (a lease created
+ * with a hand-off) — `from` equal to the lease's owner.
+ */
+export function handoffProblem(handoff: LeaseHandoff, owner?: string | null): string | null {
+  if (typeof handoff?.from !== 'string' || handoff.from.length === 0) {
+    return "handoff.from must be the lease owner's worker id (a non-empty string)";
+  }
+  if (typeof handoff.to !== 'string' || handoff.to.length === 0) {
+    return "handoff.to must be the receiving worker's id (a non-empty string)";
+  }
+  if (handoff.from === handoff.to)
+    return `a hand-off goes to another worker, but from and to are both ${JSON.stringify(handoff.to)}`;
+  if (
+    handoff.deadline !== null &&
+    !(handoff.deadline instanceof Date && Number.isFinite(handoff.deadline.getTime()))
+  ) {
+    return 'handoff.deadline must be a valid Date or null';
+  }
+  if (owner !== undefined && handoff.from !== owner) {
+    return `a hand-off comes from the lease's owner, but it names ${JSON.stringify(handoff.from)} and the owner is ${JSON.stringify(owner)}; create it with owner equal to handoff.from`;
+  }
+  return null;
+}
+
+/**
  * One lease per shard. The key is the shard id, or `streamIdentifier:shardId` when one application
  * reads several streams (the Java KCL's multi-stream layout).
  */

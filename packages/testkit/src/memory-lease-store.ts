@@ -1,6 +1,7 @@
 import type {
   CheckpointUpdate,
   Lease,
+  LeaseHandoff,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
@@ -12,7 +13,7 @@ import type {
   WorkerRecord,
   WorkerRegistry,
 } from '@kcl/core';
-import { ConfigurationError, compareLeaseKeys, leaseFromInit, uniqueSorted } from '@kcl/core';
+import { ConfigurationError, compareLeaseKeys, handoffProblem, leaseFromInit, uniqueSorted } from '@kcl/core';
 
 /** What a memory table keeps per application. */
 export interface ApplicationState {
@@ -112,6 +113,8 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
     async create(init: LeaseInit) {
       await tick();
       const stored = state().leases;
+      const problem = init.handoff == null ? null : handoffProblem(init.handoff, init.owner ?? null);
+      if (problem !== null) throw new ConfigurationError('@kcl/testkit memory store', [problem]);
       if (stored.has(init.leaseKey)) return { ok: false, reason: 'already-exists' };
       const lease = freeze(leaseFromInit(init));
       stored.set(init.leaseKey, lease);
@@ -139,6 +142,40 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
 
     release(leaseKey, leaseCounter) {
       return conditional(leaseKey, leaseCounter, (lease) => ({ ...lease, owner: null, handoff: null }));
+    },
+
+    async requestHandoff(leaseKey, leaseCounter, handoff: LeaseHandoff) {
+      const problem = handoffProblem(handoff);
+      if (problem !== null) throw new ConfigurationError('@kcl/testkit memory store', [problem]);
+      await tick();
+      const stored = state().leases;
+      const current = stored.get(leaseKey);
+      if (current === undefined) return { ok: false, reason: 'not-found' };
+      if (current.leaseCounter !== leaseCounter) return { ok: false, reason: 'counter-mismatch' };
+      if (current.owner !== handoff.from || current.handoff !== null)
+        return { ok: false, reason: 'handoff-mismatch' };
+      // The counter stays: the owner's renewals go on and bring the request back to it.
+      const next = freeze({ ...current, handoff: Object.freeze({ ...handoff }) });
+      stored.set(leaseKey, next);
+      return { ok: true, lease: next };
+    },
+
+    async completeHandoff(leaseKey, leaseCounter) {
+      await tick();
+      const stored = state().leases;
+      const current = stored.get(leaseKey);
+      if (current === undefined) return { ok: false, reason: 'not-found' };
+      if (current.leaseCounter !== leaseCounter) return { ok: false, reason: 'counter-mismatch' };
+      if (current.handoff === null) return { ok: false, reason: 'handoff-mismatch' };
+      const next = freeze({
+        ...current,
+        owner: current.handoff.to,
+        ownerSwitchesSinceCheckpoint: current.ownerSwitchesSinceCheckpoint + 1,
+        handoff: null,
+        leaseCounter: current.leaseCounter + 1,
+      });
+      stored.set(leaseKey, next);
+      return { ok: true, lease: next };
     },
 
     checkpoint(leaseKey, leaseCounter, update: CheckpointUpdate) {
