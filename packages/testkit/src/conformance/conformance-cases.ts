@@ -1,6 +1,7 @@
 import { checkpointCases } from './cases/checkpoint-cases.js';
 import { createCases } from './cases/create-cases.js';
 import { deleteCases } from './cases/delete-cases.js';
+import { handoffCases } from './cases/handoff-cases.js';
 import { keyCases } from './cases/key-cases.js';
 import { markerCases } from './cases/marker-cases.js';
 import { metaCases } from './cases/meta-cases.js';
@@ -27,6 +28,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...metaCases,
   ...deleteCases,
   ...v2Cases,
+  ...handoffCases,
   ...workerCases,
   ...markerCases,
   ...sharingCases,
