@@ -21,6 +21,8 @@ export interface LeaseUpdate {
   readonly leaseCounter: number | null;
   /** The `column = expression` assignments, in an order that is safe for MySQL (see the store). */
   readonly assignments: readonly RawBuilder<unknown>[];
+  /** A further condition on the row beside the counter (the hand-off calls' owner and hand-off state). */
+  readonly condition?: RawBuilder<unknown>;
 }
 
 export type LeaseUpdateOutcome =
@@ -29,6 +31,11 @@ export type LeaseUpdateOutcome =
       readonly updated: false;
       /** Whether the lease exists, when the flavor learned it at no extra cost; undefined otherwise. */
       readonly exists: boolean | undefined;
+      /**
+       * The row as it stood when the update did not apply (null: absent), when the flavor read it in
+       * the same transaction; undefined otherwise.
+       */
+      readonly current?: SqlRow | null;
     };
 
 export interface LeaseBatchRenewOutcome {

@@ -13,10 +13,10 @@ import type {
   StoreCallOptions,
   UnreadableLeaseRow,
 } from '@kcl/core';
-import { leaseFromInit } from '@kcl/core';
+import { ConfigurationError, handoffProblem, leaseFromInit } from '@kcl/core';
 import type { RawBuilder } from 'kysely';
 import { sql } from 'kysely';
-import { invalidArgument, invalidLeaseRow, unstorableLease } from './sql-errors.js';
+import { invalidLeaseRow, unstorableLease } from './sql-errors.js';
 import { leaseFromRow, leaseToRowValues, readLeaseRow, shardIdsToJson } from './sql-lease-row.js';
 import { PACKAGE_NAME } from './sql-package-name.js';
 import { MAX_LEASE_KEY_LENGTH, MAX_WORKER_ID_LENGTH } from './sql-schema.js';
@@ -53,6 +53,14 @@ export function createSqlLeaseRepository(context: SqlStoreContext): LeaseReposit
         ...clearHandoff(),
         incrementCounter(),
       ]),
+    requestHandoff: (
+      leaseKey: string,
+      leaseCounter: number,
+      handoff: LeaseHandoff,
+      _options?: StoreCallOptions,
+    ) => requestLeaseHandoff(context, leaseKey, leaseCounter, handoff),
+    completeHandoff: (leaseKey: string, leaseCounter: number, _options?: StoreCallOptions) =>
+      completeLeaseHandoff(context, leaseKey, leaseCounter),
     checkpoint: (
       leaseKey: string,
       leaseCounter: number,
@@ -126,14 +134,9 @@ async function createLease(context: SqlStoreContext, init: LeaseInit): Promise<L
   if (init.handoff !== undefined && init.handoff !== null) {
     checkKey(context, 'the hand-off from worker', init.handoff.from, MAX_WORKER_ID_LENGTH);
     checkKey(context, 'the hand-off to worker', init.handoff.to, MAX_WORKER_ID_LENGTH);
-    const deadline: unknown = init.handoff.deadline;
-    if (
-      deadline !== null &&
-      deadline !== undefined &&
-      !(deadline instanceof Date && Number.isFinite(deadline.getTime()))
-    ) {
-      throw invalidArgument(context.store, 'the hand-off deadline must be a valid Date or null');
-    }
+    // A hand-off comes from the lease's owner (the contract's `LeaseHandoff.from`); store-dynamo
+    // cannot even store another one, since the Java format keeps the owner during a hand-off in one
+    // attribute, so both stores refuse it alike.
     const problem = handoffProblem(init.handoff, init.owner ?? null);
     if (problem !== null) throw unstorableLease(context.store, init.leaseKey, problem);
   }
@@ -152,21 +155,6 @@ async function createLease(context: SqlStoreContext, init: LeaseInit): Promise<L
   });
 }
 
-/**
- * Why a hand-off cannot be created as given, or null. A hand-off comes from the lease's owner (the
- * contract's `LeaseHandoff.from`); store-dynamo cannot even store another one, since the Java format
- * keeps the owner during a hand-off in one attribute, so both stores refuse it alike.
- */
-function handoffProblem(handoff: LeaseHandoff, owner: string | null): string | null {
-  if (handoff.from.length === 0 || handoff.to.length === 0) {
-    return 'a hand-off must name the worker it comes from and the worker it goes to';
-  }
-  if (handoff.from !== owner) {
-    return `a hand-off comes from the lease's owner, but it names ${JSON.stringify(handoff.from)} and the owner is ${JSON.stringify(owner)}; create it with owner equal to handoff.from`;
-  }
-  return null;
-}
-
 async function takeLease(
   context: SqlStoreContext,
   leaseKey: string,
@@ -183,6 +171,96 @@ async function takeLease(
     ...clearHandoff(),
     incrementCounter(),
   ]);
+}
+
+/**
+ * Records a hand-off request without touching the counter: one UPDATE fenced by the counter, the
+ * owner and the absence of a hand-off. A lost race reads the row to say which condition failed.
+ */
+async function requestLeaseHandoff(
+  context: SqlStoreContext,
+  leaseKey: string,
+  leaseCounter: number,
+  handoff: LeaseHandoff,
+): Promise<LeaseWriteResult> {
+  const problem = handoffProblem(handoff);
+  if (problem !== null) throw new ConfigurationError(context.store, [problem]);
+  checkKey(context, 'the hand-off from worker', handoff.from, MAX_WORKER_ID_LENGTH);
+  checkKey(context, 'the hand-off to worker', handoff.to, MAX_WORKER_ID_LENGTH);
+  return handoffUpdate(
+    context,
+    'requesting a hand-off of',
+    leaseKey,
+    leaseCounter,
+    [
+      assign('handoff_from', handoff.from),
+      assign('handoff_to', handoff.to),
+      assign('handoff_deadline_ms', handoff.deadline?.getTime() ?? null),
+    ],
+    sql`${sql.ref('lease_owner')} = ${handoff.from} and ${sql.ref('handoff_from')} is null and ${sql.ref('handoff_to')} is null`,
+  );
+}
+
+/** The lease goes to the worker the hand-off names: one UPDATE fenced by the counter and a hand-off. */
+function completeLeaseHandoff(
+  context: SqlStoreContext,
+  leaseKey: string,
+  leaseCounter: number,
+): Promise<LeaseWriteResult> {
+  return handoffUpdate(
+    context,
+    'completing the hand-off of',
+    leaseKey,
+    leaseCounter,
+    [
+      sql`${sql.ref('owner_switches_since_checkpoint')} = ${sql.ref('owner_switches_since_checkpoint')} + 1`,
+      // Before the hand-off columns are cleared: MySQL evaluates assignments left to right.
+      sql`${sql.ref('lease_owner')} = ${sql.ref('handoff_to')}`,
+      ...clearHandoff(),
+      incrementCounter(),
+    ],
+    sql`${sql.ref('handoff_to')} is not null`,
+  );
+}
+
+/**
+ * A counter-fenced UPDATE with a further condition on the hand-off state. A lost race reads the row
+ * (unless the flavor read it already) to tell `not-found`, `counter-mismatch` and `handoff-mismatch`
+ * apart.
+ */
+function handoffUpdate(
+  context: SqlStoreContext,
+  operation: string,
+  leaseKey: string,
+  leaseCounter: number,
+  assignments: readonly RawBuilder<unknown>[],
+  condition: RawBuilder<unknown>,
+): Promise<LeaseWriteResult> {
+  return runSql(context, `${operation} lease ${JSON.stringify(leaseKey)}`, async () => {
+    let current: SqlRow | null | undefined;
+    if (Number.isSafeInteger(leaseCounter)) {
+      const outcome = await context.flavor.updateLease(context.db, context.tables, {
+        applicationName: context.applicationName,
+        leaseKey,
+        leaseCounter,
+        assignments,
+        condition,
+      });
+      if (outcome.updated) return { ok: true, lease: leaseFromRow(outcome.row, context.store) };
+      current = outcome.current;
+    }
+    if (current === undefined) {
+      const { rows } = await selectLease(context.tables, context.applicationName, leaseKey).execute(
+        context.db,
+      );
+      current = rows[0] ?? null;
+    }
+    if (current === null) return { ok: false, reason: 'not-found' };
+    return {
+      ok: false,
+      reason: Number(current.lease_counter) === leaseCounter ? 'handoff-mismatch' : 'counter-mismatch',
+    };
+  });
 }
 
 async function checkpointLease(

@@ -234,6 +234,7 @@ describe('createSqlLeaseStore', () => {
     expect(Object.keys(store.leases).sort()).toEqual(
       [
         'checkpoint',
+        'completeHandoff',
         'create',
         'delete',
         'get',
@@ -241,6 +242,7 @@ describe('createSqlLeaseStore', () => {
         'release',
         'renew',
         'renewMany',
+        'requestHandoff',
         'take',
         'updateMeta',
       ].sort(),

@@ -29,7 +29,7 @@ export async function updateLeaseReturning(
   update: LeaseUpdate,
 ): Promise<LeaseUpdateOutcome> {
   const { rows } = await sql<SqlRow>`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
-      where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter)}
+      where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter, update.condition)}
       returning ${leaseColumnList()}`.execute(db);
   const row = rows[0];
   return row === undefined ? { updated: false, exists: undefined } : { updated: true, row };

@@ -20,14 +20,19 @@ export function leaseInsertColumnsAndValues(values: LeaseRowValues): RawBuilder<
   return sql`(${leaseColumnList()}) values (${sql.join(LEASE_COLUMNS.map((column) => values[column]))})`;
 }
 
-/** `application_name = $1 and lease_key = $2 [and lease_counter = $3]`: one lease, fenced or not. */
+/**
+ * `application_name = $1 and lease_key = $2 [and lease_counter = $3] [and (condition)]`: one lease,
+ * fenced or not.
+ */
 export function leaseMatch(
   applicationName: string,
   leaseKey: string,
   leaseCounter: number | null,
+  condition?: RawBuilder<unknown>,
 ): RawBuilder<unknown> {
   const key = sql`${sql.ref('application_name')} = ${applicationName} and ${sql.ref('lease_key')} = ${leaseKey}`;
-  return leaseCounter === null ? key : sql`${key} and ${sql.ref('lease_counter')} = ${leaseCounter}`;
+  const fenced = leaseCounter === null ? key : sql`${key} and ${sql.ref('lease_counter')} = ${leaseCounter}`;
+  return condition === undefined ? fenced : sql`${fenced} and (${condition})`;
 }
 
 export function selectLease(

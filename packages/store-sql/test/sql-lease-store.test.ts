@@ -82,7 +82,7 @@ for (const dialect of TEST_DIALECTS) {
           owner: 'worker-a',
           handoff: { ...handoff, to: '' },
         }),
-      ).toContain('a hand-off must name the worker it comes from and the worker it goes to');
+      ).toContain("handoff.to must be the receiving worker's id (a non-empty string)");
       const created = await store.leases.create({
         leaseKey: 'handoff-from-owner',
         checkpoint: LATEST,

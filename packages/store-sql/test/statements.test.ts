@@ -19,6 +19,9 @@ type Operation =
   | 'leases.take'
   | 'leases.checkpoint'
   | 'leases.release'
+  | 'leases.requestHandoff'
+  | 'leases.requestHandoff (lost)'
+  | 'leases.completeHandoff'
   | 'leases.updateMeta'
   | 'leases.renewMany (100)'
   | 'leases.renewMany (100, 2 lost)'
@@ -36,6 +39,10 @@ const ONE_STATEMENT_EACH: Record<Operation, number> = {
   'leases.take': 1,
   'leases.checkpoint': 1,
   'leases.release': 1,
+  'leases.requestHandoff': 1,
+  // The lost race reads the row to tell handoff-mismatch from counter-mismatch and not-found.
+  'leases.requestHandoff (lost)': 2,
+  'leases.completeHandoff': 1,
   'leases.updateMeta': 1,
   'leases.renewMany (100)': 1,
   'leases.renewMany (100, 2 lost)': 2,
@@ -56,6 +63,9 @@ const EXPECTED: Record<SqlFlavorName, Record<Operation, number>> = {
     'leases.take': 4,
     'leases.checkpoint': 4,
     'leases.release': 4,
+    'leases.requestHandoff': 4,
+    'leases.requestHandoff (lost)': 4,
+    'leases.completeHandoff': 4,
     'leases.updateMeta': 4,
     // begin, select … for update, update, commit
     'leases.renewMany (100)': 4,
@@ -141,6 +151,15 @@ for (const dialect of TEST_DIALECTS) {
       );
       await measure('leases.release', () => store.leases.release(key, 3));
       await measure('leases.updateMeta', () => store.leases.updateMeta(key, { childShardIds: ['child'] }));
+      const handedOver = 'handed-over-lease';
+      await store.leases.create({ leaseKey: handedOver, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+      await store.leases.take(handedOver, 0, 'worker-a');
+      const handoff = { from: 'worker-a', to: 'worker-b', deadline: null };
+      await measure('leases.requestHandoff', () => store.leases.requestHandoff(handedOver, 1, handoff));
+      await measure('leases.requestHandoff (lost)', () =>
+        store.leases.requestHandoff(handedOver, 1, handoff),
+      );
+      await measure('leases.completeHandoff', () => store.leases.completeHandoff(handedOver, 1));
       const renewals = held.map(({ leaseKey, leaseCounter }) => ({ leaseKey, leaseCounter }));
       await measure('leases.renewMany (100)', () => store.leases.renewMany(renewals));
       await measure('leases.renewMany (100, 2 lost)', () =>
@@ -157,6 +176,8 @@ for (const dialect of TEST_DIALECTS) {
       expect(measured).toEqual(EXPECTED[dialect.flavor]);
       const lease = await store.leases.get(key);
       expect([lease?.leaseCounter, lease?.owner, lease?.childShardIds]).toEqual([4, null, ['child']]);
+      const handed = await store.leases.get('handed-over-lease');
+      expect([handed?.leaseCounter, handed?.owner, handed?.handoff]).toEqual([2, 'worker-b', null]);
     });
   });
 }

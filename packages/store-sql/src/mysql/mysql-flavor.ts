@@ -92,18 +92,19 @@ export const mysqlFlavor: SqlFlavor = {
   updateLease(db, tables, update) {
     return db.transaction().execute(async (transaction) => {
       const result = await sql`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
-        where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter)}`.execute(
+        where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter, update.condition)}`.execute(
         transaction,
       );
       const { rows } = await selectLease(tables, update.applicationName, update.leaseKey).execute(
         transaction,
       );
       const row = rows[0];
-      // A conditional update always changes the counter, so matched and changed rows agree. An
-      // unconditional one may change nothing (same values); it applied when the row exists.
+      // A conditional update always changes a column (the counter, or the hand-off a request records
+      // where there was none), so matched and changed rows agree. An unconditional one may change
+      // nothing (same values); it applied when the row exists.
       const applied = update.leaseCounter === null || (result.numAffectedRows ?? 0n) > 0n;
       if (applied && row !== undefined) return { updated: true, row };
-      return { updated: false, exists: row !== undefined };
+      return { updated: false, exists: row !== undefined, current: row ?? null };
     });
   },
 
