@@ -206,7 +206,7 @@ export function encodeLeaseItem(lease: Lease, key: DynamoItem = {}): DynamoItem 
 }
 
 /** `checkpointOwner` and, with a deadline, kcl's `handoffDeadline`. */
-function handoffAttributes(handoff: LeaseHandoff): DynamoItem {
+export function handoffAttributes(handoff: LeaseHandoff): DynamoItem {
   const item: DynamoItem = { [LEASE_ATTRIBUTES.checkpointOwner]: { S: handoff.from } };
   if (handoff.deadline !== null) {
     item[LEASE_ATTRIBUTES.handoffDeadline] = {

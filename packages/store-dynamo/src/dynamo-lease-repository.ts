@@ -4,20 +4,23 @@ import type {
   CheckpointUpdate,
   Lease,
   LeaseBatchWriteResult,
+  LeaseHandoff,
   LeaseInit,
   LeaseMetaUpdate,
   LeaseRenewal,
   LeaseRepository,
   LeaseWriteResult,
+  LostRaceReason,
 } from '@kcl/core';
-import { LeaseStoreError, leaseFromInit } from '@kcl/core';
+import { ConfigurationError, handoffProblem, LeaseStoreError, leaseFromInit } from '@kcl/core';
 import { isConditionalCheckFailed, sendOptions } from './dynamo-error-mapping.js';
-import type { DynamoUpdate } from './dynamo-expression.js';
+import type { DynamoCondition, DynamoUpdate } from './dynamo-expression.js';
 import { buildExpressions } from './dynamo-expression.js';
 import type { DynamoItem } from './dynamo-item-codec.js';
 import {
   checkpointAttributes,
   encodeLeaseItem,
+  handoffAttributes,
   hashKeyRangeAttributes,
   LEASE_ATTRIBUTES,
   LEASE_ENTITY_TYPE,
@@ -36,6 +39,7 @@ import {
   leaseOfItem,
   lostRaceReason,
   readLeaseItem,
+  rowIsLease,
   scanLeaseTable,
   updateLeaseItem,
   writeResult,
@@ -53,6 +57,10 @@ export function createDynamoLeaseRepository(table: DynamoLeaseTable): LeaseRepos
       takeLease(table, leaseKey, leaseCounter, owner, options?.signal),
     release: (leaseKey, leaseCounter, options) =>
       releaseLease(table, leaseKey, leaseCounter, options?.signal),
+    requestHandoff: (leaseKey, leaseCounter, handoff, options) =>
+      requestLeaseHandoff(table, leaseKey, leaseCounter, handoff, options?.signal),
+    completeHandoff: (leaseKey, leaseCounter, options) =>
+      completeLeaseHandoff(table, leaseKey, leaseCounter, options?.signal),
     checkpoint: (leaseKey, leaseCounter, update, options) =>
       checkpointLease(table, leaseKey, leaseCounter, update, options?.signal),
     updateMeta: (leaseKey, update, options) => updateLeaseMeta(table, leaseKey, update, options?.signal),
@@ -132,19 +140,11 @@ export async function createLease(
 /**
  * Why a lease would read back with another owner or hand-off than it was created with, or null. The
  * Java format has no field for kcl's owner during a hand-off: it is the `checkpointOwner`, so it must
- * be the hand-off's `from`.
+ * be the hand-off's `from` (core's `handoffProblem` with the owner).
  */
 function unstorableReason(lease: Lease): string | null {
-  const { handoff } = lease;
   if (lease.streamIdentifier === '') return 'streamIdentifier is empty; pass null for a single-stream lease';
-  if (handoff === null) return null;
-  if (handoff.from.length === 0 || handoff.to.length === 0) {
-    return 'a hand-off must name the worker it comes from and the worker it goes to';
-  }
-  if (handoff.from !== lease.owner) {
-    return `a hand-off comes from the lease's owner, but it names ${JSON.stringify(handoff.from)} and the owner is ${JSON.stringify(lease.owner)}; create it with owner equal to handoff.from`;
-  }
-  return null;
+  return lease.handoff === null ? null : handoffProblem(lease.handoff, lease.owner);
 }
 
 /** The Java KCL's counter fencing: condition on the counter last seen, write that counter + 1. */
@@ -282,6 +282,95 @@ export function releaseLease(
     },
     signal,
   );
+}
+
+/**
+ * Records a hand-off as the Java KCL 3.x's `initiateGracefulLeaseHandoff` writes it: `leaseOwner` is
+ * the next owner, `checkpointOwner` the current one, the counter is not touched; on condition that the
+ * counter is the one last seen, the owner is `from` and no hand-off is in progress (no
+ * `checkpointOwner`). kcl's `handoffDeadline` goes with it (or any old one goes, without a deadline).
+ */
+export async function requestLeaseHandoff(
+  table: DynamoLeaseTable,
+  leaseKey: string,
+  leaseCounter: number,
+  handoff: LeaseHandoff,
+  signal: AbortSignal | undefined,
+): Promise<LeaseWriteResult> {
+  const problem = handoffProblem(handoff);
+  if (problem !== null) throw new ConfigurationError(PACKAGE_NAME, [problem]);
+  const set: Record<string, AttributeValue> = {
+    [LEASE_ATTRIBUTES.leaseOwner]: { S: handoff.to },
+    ...handoffAttributes(handoff),
+  };
+  const outcome = await updateLeaseItem(
+    table,
+    'request a hand-off of',
+    leaseKey,
+    { set, remove: handoff.deadline === null ? [LEASE_ATTRIBUTES.handoffDeadline] : [] },
+    counterCondition(leaseCounter, handoffRequestable(handoff.from)),
+    signal,
+  );
+  return outcome.ok
+    ? outcome
+    : { ok: false, reason: await handoffLostRaceReason(table, leaseKey, leaseCounter, outcome.seen, signal) };
+}
+
+/**
+ * The owner ends the hand-off: `leaseOwner` already names the next owner, so removing
+ * `checkpointOwner` (and kcl's deadline) gives the lease to it, as Java's hand-off completes; the
+ * counter and the owner switches go up by one.
+ */
+export async function completeLeaseHandoff(
+  table: DynamoLeaseTable,
+  leaseKey: string,
+  leaseCounter: number,
+  signal: AbortSignal | undefined,
+): Promise<LeaseWriteResult> {
+  const outcome = await updateLeaseItem(
+    table,
+    'complete the hand-off of',
+    leaseKey,
+    {
+      set: { [LEASE_ATTRIBUTES.leaseCounter]: numberValue(leaseCounter + 1) },
+      add: { [LEASE_ATTRIBUTES.ownerSwitchesSinceCheckpoint]: numberValue(1) },
+      remove: [LEASE_ATTRIBUTES.checkpointOwner, LEASE_ATTRIBUTES.handoffDeadline],
+    },
+    counterCondition(leaseCounter, HANDOFF_IN_PROGRESS),
+    signal,
+  );
+  return outcome.ok
+    ? outcome
+    : { ok: false, reason: await handoffLostRaceReason(table, leaseKey, leaseCounter, outcome.seen, signal) };
+}
+
+/** Java's condition for a hand-off request: the owner is `from` and none is in progress. */
+function handoffRequestable(from: string): DynamoCondition {
+  return {
+    expression: `#${LEASE_ATTRIBUTES.leaseOwner} = :handoffFrom AND attribute_not_exists(#${LEASE_ATTRIBUTES.checkpointOwner})`,
+    values: { ':handoffFrom': { S: from } },
+  };
+}
+
+/** A hand-off in progress as the codec reads one: both owners recorded. */
+const HANDOFF_IN_PROGRESS: DynamoCondition = {
+  expression: `attribute_exists(#${LEASE_ATTRIBUTES.checkpointOwner}) AND attribute_exists(#${LEASE_ATTRIBUTES.leaseOwner})`,
+};
+
+/**
+ * Why a hand-off write lost, from the item DynamoDB returned or a consistent read: the lease is gone,
+ * its counter moved, or (counter matched) its owner or hand-off state is not what the call needs.
+ */
+async function handoffLostRaceReason(
+  table: DynamoLeaseTable,
+  leaseKey: string,
+  leaseCounter: number,
+  seen: DynamoItem | undefined,
+  signal: AbortSignal | undefined,
+): Promise<LostRaceReason> {
+  const item = seen ?? (await readLeaseItem(table, leaseKey, true, signal));
+  if (item === null || !rowIsLease(item)) return 'not-found';
+  return counterOf(item) === leaseCounter ? 'handoff-mismatch' : 'counter-mismatch';
 }
 
 /** Writes the checkpoint and the pending one, resets the owner switches; a hand-off stays recorded. */

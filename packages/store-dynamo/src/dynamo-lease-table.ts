@@ -180,10 +180,13 @@ export async function lostRaceReason(
   signal: AbortSignal | undefined,
 ): Promise<LostRaceReason> {
   const item = seen ?? (await readLeaseItem(table, leaseKey, true, signal));
-  if (item === null) return 'not-found';
+  return item !== null && rowIsLease(item) ? 'counter-mismatch' : 'not-found';
+}
+
+/** Whether a row is a lease, not a KCL 3.x row of another entity type that shares a key with one. */
+export function rowIsLease(item: DynamoItem): boolean {
   const entityType = item[LEASE_ATTRIBUTES.entityType];
-  if (entityType !== undefined && entityType.S !== LEASE_ENTITY_TYPE) return 'not-found';
-  return 'counter-mismatch';
+  return entityType === undefined || entityType.S === LEASE_ENTITY_TYPE;
 }
 
 /** A conditional outcome as the contract reports it. */

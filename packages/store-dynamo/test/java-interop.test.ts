@@ -429,4 +429,92 @@ describe.skipIf(!dynamo.check.available)('a lease table written by the Java KCL'
       undefined,
     ]);
   });
+
+  it("completes a hand-off Java requested: a Java worker then reads the lease as the next owner's", async () => {
+    const leaseKey = SHARD(21);
+    const written = javaLeaseItem({
+      leaseKey,
+      leaseOwner: 'next',
+      checkpointOwner: 'current',
+      leaseCounter: 30,
+      checkpoint: LONG,
+      ownerSwitchesSinceCheckpoint: 2,
+      throughputKBps: 1.5,
+      entityType: 'LEASE',
+    });
+    await client.send(new PutItemCommand({ TableName: 'orders-app', Item: written }));
+    const requested = await store.leases.get(leaseKey);
+    expect([requested?.owner, requested?.handoff, requested?.leaseCounter]).toEqual([
+      'current',
+      { from: 'current', to: 'next', deadline: null },
+      30,
+    ]);
+    // A second request while Java's is in progress loses, as Java's own would.
+    expect(
+      await store.leases.requestHandoff(leaseKey, 30, { from: 'current', to: 'other', deadline: null }),
+    ).toEqual({ ok: false, reason: 'handoff-mismatch' });
+
+    const completed = expectOk(await store.leases.completeHandoff(leaseKey, 30));
+    expect([
+      completed.owner,
+      completed.handoff,
+      completed.leaseCounter,
+      completed.ownerSwitchesSinceCheckpoint,
+    ]).toEqual(['next', null, 31, 3]);
+    // As the Java serializer reads it: leaseOwner is the owner, no checkpointOwner, the rest as Java left it.
+    const { checkpointOwner: _handedOver, ...kept } = written;
+    expect(await raw('orders-app', leaseKey)).toEqual({
+      ...kept,
+      leaseCounter: { N: '31' },
+      ownerSwitchesSinceCheckpoint: { N: '3' },
+    });
+    // The next owner, a Java worker, renews with the counter it reads.
+    expect(await javaRenew('orders-app', leaseKey, 31)).toBe(true);
+  });
+
+  it('requests a hand-off with exactly the attributes Java writes: leaseOwner = to, checkpointOwner = from', async () => {
+    const leaseKey = SHARD(22);
+    await client.send(
+      new PutItemCommand({
+        TableName: 'orders-app',
+        Item: javaLeaseItem({ leaseKey, leaseOwner: 'current', leaseCounter: 8, checkpoint: LONG }),
+      }),
+    );
+    const before = await raw('orders-app', leaseKey);
+    const requested = expectOk(
+      await store.leases.requestHandoff(leaseKey, 8, { from: 'current', to: 'next', deadline: null }),
+    );
+    expect([requested.owner, requested.handoff, requested.leaseCounter]).toEqual([
+      'current',
+      { from: 'current', to: 'next', deadline: null },
+      8,
+    ]);
+    expect(await raw('orders-app', leaseKey)).toEqual({
+      ...before,
+      leaseOwner: { S: 'next' },
+      checkpointOwner: { S: 'current' },
+    });
+    // Java's own hand-off condition now fails on it (a hand-off is in progress), and Java's evict by
+    // the old owner completes it, as kcl's completeHandoff would.
+    expect(
+      await javaUpdate(
+        'orders-app',
+        leaseKey,
+        { leaseOwner: { Value: { S: 'current' } }, checkpointOwner: { Exists: false } },
+        {
+          leaseOwner: { Action: 'PUT', Value: { S: 'someone-else' } },
+          checkpointOwner: { Action: 'PUT', Value: { S: 'current' } },
+        },
+      ),
+    ).toBe(false);
+    expect(
+      await javaUpdate(
+        'orders-app',
+        leaseKey,
+        { leaseOwner: { Value: { S: 'next' } }, checkpointOwner: { Value: { S: 'current' } } },
+        { checkpointOwner: { Action: 'DELETE' }, leaseCounter: { Action: 'ADD', Value: { N: '1' } } },
+      ),
+    ).toBe(true);
+    expect(await store.leases.get(leaseKey)).toMatchObject({ owner: 'next', handoff: null, leaseCounter: 9 });
+  });
 });
