@@ -132,8 +132,13 @@ describe('createMigratingLeaseStore: the v2 contract', () => {
           options,
         ),
       );
+      const handoff = { from: 'worker-a', to: 'worker-b', deadline: null };
+      const requested = ok(
+        await store.leases.requestHandoff('shard-1', checkpointed.leaseCounter, handoff, options),
+      );
+      const completed = ok(await store.leases.completeHandoff('shard-1', requested.leaseCounter, options));
       await store.leases.updateMeta('shard-1', { childShardIds: ['shard-2'] }, options);
-      ok(await store.leases.release('shard-1', checkpointed.leaseCounter, options));
+      ok(await store.leases.release('shard-1', completed.leaseCounter, options));
       await store.leases.get('shard-1', options);
       await store.leases.list(options);
       await store.admin.scan(options);
@@ -253,6 +258,55 @@ describe('createMigratingLeaseStore: mirroring', () => {
     await store.leases.delete('shard-1');
     expect(await from.leases.get('shard-1')).toBeNull();
     expect(await to.leases.get('shard-1')).toBeNull();
+  });
+
+  it('mirrors a hand-off request and its completion; a write the source refuses is not mirrored', async () => {
+    const { from, to } = stores();
+    const store = createMigratingLeaseStore({ from, to });
+    const created = ok(await store.leases.create({ leaseKey: 'shard-1', checkpoint: esn('10') }));
+    const taken = ok(await store.leases.take('shard-1', created.leaseCounter, 'worker-a'));
+    const handoff = { from: 'worker-a', to: 'worker-b', deadline: new Date('2030-01-01T00:00:00.000Z') };
+    const requested = ok(await store.leases.requestHandoff('shard-1', taken.leaseCounter, handoff));
+    expect(requested).toMatchObject({ owner: 'worker-a', leaseCounter: taken.leaseCounter, handoff });
+    expect(leasesEqual(await stored(to, 'shard-1'), requested)).toBe(true);
+    expect(
+      await store.leases.requestHandoff('shard-1', taken.leaseCounter, { ...handoff, to: 'worker-c' }),
+    ).toEqual({ ok: false, reason: 'handoff-mismatch' });
+    expect(await store.leases.completeHandoff('shard-1', taken.leaseCounter - 1)).toEqual({
+      ok: false,
+      reason: 'counter-mismatch',
+    });
+    expect(leasesEqual(await stored(to, 'shard-1'), requested)).toBe(true);
+
+    const completed = ok(await store.leases.completeHandoff('shard-1', requested.leaseCounter));
+    expect(completed).toMatchObject({
+      owner: 'worker-b',
+      handoff: null,
+      leaseCounter: taken.leaseCounter + 1,
+    });
+    expect(leasesEqual(await stored(from, 'shard-1'), completed)).toBe(true);
+    expect(leasesEqual(await stored(to, 'shard-1'), completed)).toBe(true);
+    expect(store.mirrorStatistics()).toEqual({ mirrored: 4, repaired: 0, lagging: 0, failed: 0 });
+  });
+
+  it('repairs a copy that lost the mirror of a hand-off request at the next write', async () => {
+    const { from, to } = stores();
+    const store = createMigratingLeaseStore({ from, to });
+    const created = ok(await store.leases.create({ leaseKey: 'shard-1', checkpoint: esn('10') }));
+    const taken = ok(await store.leases.take('shard-1', created.leaseCounter, 'worker-a'));
+    // The request reaches the source only (a worker whose mirror call was lost).
+    const requested = ok(
+      await from.leases.requestHandoff('shard-1', taken.leaseCounter, {
+        from: 'worker-a',
+        to: 'worker-b',
+        deadline: null,
+      }),
+    );
+    expect((await stored(to, 'shard-1')).handoff).toBeNull();
+    const renewed = ok(await store.leases.renew('shard-1', requested.leaseCounter));
+    expect(renewed.handoff).toEqual(requested.handoff);
+    expect(leasesEqual(await stored(to, 'shard-1'), renewed)).toBe(true);
+    expect(store.mirrorStatistics()).toMatchObject({ repaired: 1 });
   });
 
   it('starts a missing target copy from the source state, and repairs a copy that is behind', async () => {
@@ -387,6 +441,33 @@ describe('createMigratingLeaseStore: a moved lease', () => {
       ok: false,
       reason: 'counter-mismatch',
     });
+  });
+
+  it('hands a moved lease over in the target, fenced as any other write', async () => {
+    const { from, to } = stores();
+    const owner = createMigratingLeaseStore({ from, to });
+    const other = createMigratingLeaseStore({ from, to });
+    const created = ok(await owner.leases.create({ leaseKey: 'shard-1', checkpoint: esn('1') }));
+    const taken = ok(await owner.leases.take('shard-1', created.leaseCounter, 'worker-a'));
+    expect(await moveLease(from, to, 'shard-1')).toBe('moved');
+    const seal = await stored(from, 'shard-1');
+
+    const handoff = { from: 'worker-a', to: 'worker-b', deadline: null };
+    const requested = ok(await other.leases.requestHandoff('shard-1', taken.leaseCounter, handoff));
+    expect(requested).toMatchObject({ owner: 'worker-a', leaseCounter: taken.leaseCounter, handoff });
+    expect(leasesEqual(await stored(to, 'shard-1'), requested)).toBe(true);
+    expect(await owner.leases.requestHandoff('shard-1', taken.leaseCounter, handoff)).toEqual({
+      ok: false,
+      reason: 'handoff-mismatch',
+    });
+    expect(await owner.leases.completeHandoff('shard-1', seal.leaseCounter)).toEqual({
+      ok: false,
+      reason: 'counter-mismatch',
+    });
+    const completed = ok(await owner.leases.completeHandoff('shard-1', requested.leaseCounter));
+    expect(completed).toMatchObject({ owner: 'worker-b', handoff: null });
+    expect(leasesEqual(await stored(to, 'shard-1'), completed)).toBe(true);
+    expect(leasesEqual(await stored(from, 'shard-1'), seal)).toBe(true);
   });
 
   it('never sends a write for a moved lease to the source again, even after a stale listing', async () => {

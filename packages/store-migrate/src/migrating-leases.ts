@@ -106,6 +106,21 @@ export function createMigratingLeases(routing: MigrationRouting): LeaseRepositor
       );
     },
 
+    // A hand-off request leaves the counter alone and a completion moves it like a take: both are
+    // fenced and mirrored as the other conditional writes are (a sealed source row refuses them with
+    // counter-mismatch, so they go on to the target).
+    requestHandoff(leaseKey, leaseCounter, handoff, options) {
+      return conditional('requestHandoff', leaseKey, options, (store) =>
+        store.leases.requestHandoff(leaseKey, leaseCounter, handoff, options),
+      );
+    },
+
+    completeHandoff(leaseKey, leaseCounter, options) {
+      return conditional('completeHandoff', leaseKey, options, (store) =>
+        store.leases.completeHandoff(leaseKey, leaseCounter, options),
+      );
+    },
+
     checkpoint(leaseKey, leaseCounter, update, options) {
       return conditional('checkpoint', leaseKey, options, (store) =>
         store.leases.checkpoint(leaseKey, leaseCounter, update, options),

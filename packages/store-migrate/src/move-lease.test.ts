@@ -55,6 +55,11 @@ describe('judgeTargetRow', () => {
     expect(judgeTargetRow(handing, { ...handing, streamIdentifier: null }, migrating).kind).toBe(
       'taken-seal',
     );
+    // A hand-off request leaves the counter alone: a copy that lost its mirror is at the same counter.
+    expect(judgeTargetRow(handing, { ...handing, handoff: null }, migrating).kind).toBe('behind');
+    expect(judgeTargetRow(lease({}), { ...handing, streamIdentifier: null }, migrating).kind).toBe(
+      'taken-seal',
+    );
   });
 
   it('sees a source row held by a worker without the migrating store as a taken seal', () => {

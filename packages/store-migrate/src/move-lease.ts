@@ -51,7 +51,7 @@ export function judgeTargetRow(
   if (target.owner === REPAIR_OWNER || target.owner === SEAL_OWNER) return { kind: 'behind' };
   if (
     target.leaseCounter > source.leaseCounter ||
-    (target.leaseCounter === source.leaseCounter && !differsOnlyInShardFacts(target, source))
+    (target.leaseCounter === source.leaseCounter && !differsOnlyByCounterlessWrites(target, source))
   ) {
     return {
       kind: 'taken-seal',
@@ -74,13 +74,19 @@ export function judgeTargetRow(
 }
 
 /**
- * True when two rows at one counter differ only in the facts `updateLeaseMeta` writes (children, hash
- * range): that write is unconditional and leaves the counter alone, so a copy that lost its mirror is
- * at the source's counter without them.
+ * True when two rows at one counter differ only by writes that leave the counter alone: the facts
+ * `updateLeaseMeta` writes (children, hash range), and a hand-off request the copy lacks. A copy that
+ * lost the mirror of such a write is at the source's counter without it. (A copy cannot have a
+ * hand-off its source lacks at the same counter: only a take or release ends one, and both count.)
  */
-function differsOnlyInShardFacts(target: Lease, source: Lease): boolean {
+function differsOnlyByCounterlessWrites(target: Lease, source: Lease): boolean {
   return leasesEqual(
-    { ...target, childShardIds: source.childShardIds, hashKeyRange: source.hashKeyRange },
+    {
+      ...target,
+      childShardIds: source.childShardIds,
+      hashKeyRange: source.hashKeyRange,
+      handoff: target.handoff === null ? source.handoff : target.handoff,
+    },
     leaseFromInit(exactCopyOf(source)),
   );
 }
