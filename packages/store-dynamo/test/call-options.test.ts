@@ -27,6 +27,17 @@ function everyCall(store: LeaseStore, options: StoreCallOptions): Array<[string,
       'leases.checkpoint',
       () => store.leases.checkpoint(leaseKey, 3, { checkpoint: ExtendedSequenceNumber.of('5') }, options),
     ],
+    [
+      'leases.requestHandoff',
+      () =>
+        store.leases.requestHandoff(
+          leaseKey,
+          4,
+          { from: 'worker-a', to: 'worker-b', deadline: null },
+          options,
+        ),
+    ],
+    ['leases.completeHandoff', () => store.leases.completeHandoff(leaseKey, 4, options)],
     ['leases.updateMeta', () => store.leases.updateMeta(leaseKey, { childShardIds: ['shardId-2'] }, options)],
     // A lost race, so the store's consistent read of the item is made too.
     ['leases.release', () => store.leases.release(leaseKey, 99, options)],

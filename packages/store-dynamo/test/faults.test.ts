@@ -50,6 +50,11 @@ function everyCall(store: LeaseStore): Array<[string, () => Promise<unknown>]> {
     ['leases.take', () => store.leases.take('shardId-1', 0, 'w')],
     ['leases.release', () => store.leases.release('shardId-1', 0)],
     [
+      'leases.requestHandoff',
+      () => store.leases.requestHandoff('shardId-1', 0, { from: 'w', to: 'v', deadline: null }),
+    ],
+    ['leases.completeHandoff', () => store.leases.completeHandoff('shardId-1', 0)],
+    [
       'leases.checkpoint',
       () => store.leases.checkpoint('shardId-1', 0, { checkpoint: ExtendedSequenceNumber.of('1') }),
     ],

@@ -31,6 +31,9 @@ function everyOperation(store: LeaseStore): Record<string, () => Promise<unknown
     'leases.renewMany': () => store.leases.renewMany([{ leaseKey: 'k', leaseCounter: 0 }]),
     'leases.take': () => store.leases.take('k', 0, 'w'),
     'leases.release': () => store.leases.release('k', 0),
+    'leases.requestHandoff': () =>
+      store.leases.requestHandoff('k', 0, { from: 'w', to: 'v', deadline: null }),
+    'leases.completeHandoff': () => store.leases.completeHandoff('k', 0),
     'leases.checkpoint': () => store.leases.checkpoint('k', 0, { checkpoint: TRIM_HORIZON }),
     'leases.updateMeta': () => store.leases.updateMeta('k', { childShardIds: ['c'] }),
     'leases.delete': () => store.leases.delete('k'),
