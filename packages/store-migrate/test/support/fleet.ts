@@ -51,10 +51,12 @@ export class Fleet {
       onEvent: (event) => this.events.push(event),
       processor: (shardId): RecordProcessor => ({
         processRecords: async ({ records, checkpointer }) => {
+          // Processed, then checkpointed, as a real processor does: a checkpoint that fails after the
+          // store applied it (a timeout under load) must not make the records look unprocessed.
           const startedAt = this.now();
           const data = records.map((record) => Buffer.from(record.data).toString());
-          await checkpointer.checkpoint();
           this.batches.push({ workerId, shardId, data, startedAt, endedAt: this.now() });
+          await checkpointer.checkpoint();
         },
         shardEnded: async ({ checkpointer }) => {
           await checkpointer.checkpoint();
