@@ -33,10 +33,20 @@ const emulator = await startKinesisLocal();
 const kinesis = localKinesisClient(emulator);
 const now = (): number => performance.timeOrigin + performance.now();
 
+interface WorkerEvent {
+  readonly type: string;
+  readonly leaseKey?: string;
+  readonly at: number;
+  readonly stolen?: boolean;
+  readonly step?: string;
+}
+
 interface Worker {
   readonly id: string;
   readonly child: ChildProcess;
-  readonly events: Array<{ type: string; leaseKey?: string; at: number }>;
+  readonly events: WorkerEvent[];
+  /** When its consumer had started (the `ready` line). */
+  readyAt: number;
 }
 
 const output = join(dir, 'processed.txt');
@@ -58,13 +68,16 @@ async function startWorker(id: string): Promise<Worker> {
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     },
   );
-  const worker: Worker = { id, child, events: [] };
+  const worker: Worker = { id, child, events: [], readyAt: Number.NaN };
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       try {
-        const event = JSON.parse(line) as { type: string; leaseKey?: string; at: number };
+        const event = JSON.parse(line) as WorkerEvent;
         worker.events.push(event);
-        if (event.type === 'ready') resolve();
+        if (event.type === 'ready') {
+          worker.readyAt = event.at;
+          resolve();
+        }
       } catch {
         // not an event
       }
@@ -80,6 +93,8 @@ const held = (worker: Worker): Set<string> => {
     if (event.leaseKey === undefined) continue;
     if (event.type === 'lease-taken') leases.add(event.leaseKey);
     if (event.type === 'lease-lost' || event.type === 'lease-released') leases.delete(event.leaseKey);
+    // The owner's side of a completed hand-off.
+    if (event.type === 'lease-handoff' && event.step === 'completed') leases.delete(event.leaseKey);
   }
   return leases;
 };
@@ -113,12 +128,71 @@ const readLines = (): Line[] =>
       return { worker, shard, data, at: Number(at) };
     });
 
+const KINDS = ['kill -9', 'graceful stop', 'steal (hand-off)', 'scale-out by a new worker'] as const;
 interface Result {
-  readonly kind: 'kill -9' | 'graceful stop';
+  readonly kind: (typeof KINDS)[number];
   readonly takeoverMs: number;
   readonly duplicates: number;
 }
 const results: Result[] = [];
+const record = (result: Result): void => {
+  results.push(result);
+  process.stderr.write(
+    `${result.kind}: takeover ${Math.round(result.takeoverMs)} ms, duplicates ${result.duplicates}\n`,
+  );
+};
+
+/** Records processed after `since` (on `shards`, or any) that had been processed before. */
+const duplicatesSince = (since: number, shards?: readonly string[]): number => {
+  const seen = new Set<string>();
+  let duplicates = 0;
+  for (const line of readLines()) {
+    if (seen.has(line.data) && line.at > since && (shards === undefined || shards.includes(line.shard)))
+      duplicates += 1;
+    seen.add(line.data);
+  }
+  return duplicates;
+};
+
+/**
+ * The planned moves of a worker that joined a running fleet: each lease it took from a living owner,
+ * from the move's start (its hand-off request, or the take itself) to its first record on that shard,
+ * the slowest of them; and the scale-out, from its consumer's start to its first record on any shard.
+ */
+const recordJoin = (joiner: Worker): void => {
+  const lines = readLines().filter((line) => line.worker === joiner.id);
+  const firstRecord = (shard: string | undefined, after: number): number =>
+    Math.min(
+      ...lines
+        .filter((line) => (shard === undefined || line.shard === shard) && line.at > after)
+        .map((line) => line.at),
+    );
+  const moves = joiner.events
+    .filter((event) => event.type === 'lease-taken' && event.stolen === true && event.leaseKey !== undefined)
+    .map((taken) => {
+      const requested = joiner.events.find(
+        (event) =>
+          event.type === 'lease-handoff' && event.step === 'requested' && event.leaseKey === taken.leaseKey,
+      );
+      return { shard: taken.leaseKey as string, startedAt: requested?.at ?? taken.at };
+    });
+  if (moves.length > 0) {
+    const firstMove = Math.min(...moves.map((move) => move.startedAt));
+    record({
+      kind: 'steal (hand-off)',
+      takeoverMs: Math.max(...moves.map((move) => firstRecord(move.shard, move.startedAt) - move.startedAt)),
+      duplicates: duplicatesSince(
+        firstMove,
+        moves.map((move) => move.shard),
+      ),
+    });
+  }
+  record({
+    kind: 'scale-out by a new worker',
+    takeoverMs: firstRecord(undefined, joiner.readyAt) - joiner.readyAt,
+    duplicates: duplicatesSince(joiner.readyAt),
+  });
+};
 const survivor = await startWorker('survivor');
 let serial = 0;
 for (let round = 0; round < rounds; round++) {
@@ -127,6 +201,8 @@ for (let round = 0; round < rounds; round++) {
     const victim = await startWorker(`victim-${serial}`);
     await waitUntil(() => held(victim).size === 2 && held(survivor).size === 2, 120_000, 'an even spread');
     await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // The victim joined a survivor holding all four leases: a scale-out by steals.
+    recordJoin(victim);
     const leases = [...held(victim)];
     const startedAt = now();
     if (kind === 'kill -9') victim.child.kill('SIGKILL');
@@ -148,16 +224,7 @@ for (let round = 0; round < rounds; round++) {
     );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     // Duplicates caused by this event: records processed again after it that had been processed before.
-    const seen = new Set<string>();
-    let duplicates = 0;
-    for (const line of readLines()) {
-      if (seen.has(line.data) && line.at > startedAt) duplicates += 1;
-      seen.add(line.data);
-    }
-    results.push({ kind, takeoverMs: firstElsewhere - startedAt, duplicates });
-    process.stderr.write(
-      `${kind}: takeover ${Math.round(firstElsewhere - startedAt)} ms, duplicates ${duplicates}\n`,
-    );
+    record({ kind, takeoverMs: firstElsewhere - startedAt, duplicates: duplicatesSince(startedAt) });
   }
 }
 producing = false;
@@ -174,10 +241,9 @@ const summarize = (kind: Result['kind']): string => {
 console.log(
   `\nFailover with profile "${values.profile}" (${JSON.stringify(timing)}), ${rounds} rounds, 4 shards, SQLite lease store.\n`,
 );
-console.log('| event | first record elsewhere, min ms | median ms | max ms | duplicates per round |');
+console.log('| event | first record by the new owner, min ms | median ms | max ms | duplicates per round |');
 console.log('|---|---:|---:|---:|---|');
-console.log(summarize('kill -9'));
-console.log(summarize('graceful stop'));
+for (const kind of KINDS) console.log(summarize(kind));
 kinesis.destroy();
 await emulator.stop();
 rmSync(dir, { recursive: true, force: true });

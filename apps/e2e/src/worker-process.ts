@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // A consumer worker as its own OS process, for fleet tests. It appends every record it processes to a
-// JSON-lines file *before* checkpointing (so a kill -9 never hides a processed record) and prints its
-// events as JSON lines on stdout. SIGTERM stops it gracefully; SIGKILL is a crash.
+// JSON-lines file *before* checkpointing (so a kill -9 never hides a processed record), each batch's
+// start and end to a second one once the batch is over (checkpointed or not), and prints its events as
+// JSON lines on stdout. It checkpoints in shutdownRequested, so a graceful stop or a hand-off leaves
+// nothing to process again. SIGTERM stops it gracefully; SIGKILL is a crash.
 import { appendFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { createConsumer, stopOnSignals } from '@kcl/consumer';
+import { type ConsumerOptions, createConsumer, stopOnSignals } from '@kcl/consumer';
 import { createLineLogger } from '@kcl/core';
 import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -17,7 +19,13 @@ export interface WorkerProcessConfig {
   readonly kinesisEndpoint: string;
   readonly store: StoreConfig;
   readonly outputFile: string;
+  /** Where each `processRecords` call with records is written as a `BatchLine`. */
+  readonly batchFile: string;
   readonly timing: FleetTiming;
+  /** Consumer options beyond the timings (how many leases to steal at once, …). */
+  readonly consumer?: Pick<ConsumerOptions, 'maxLeasesToSteal' | 'maxLeasesForWorker'>;
+  /** A wait at the start of shutdownRequested, before its checkpoint: an owner slow to hand a lease over. */
+  readonly shutdownRequestedDelayMs?: number;
 }
 
 /** One line of the output file. */
@@ -28,6 +36,16 @@ export interface ProcessedLine {
   readonly k: string;
   readonly d: string;
   readonly t: number;
+}
+
+/** One line of the batch file: one `processRecords` call with records, from its start to its end. */
+export interface BatchLine {
+  readonly w: string;
+  readonly s: string;
+  /** Records in the batch. */
+  readonly n: number;
+  readonly start: number;
+  readonly end: number;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -54,6 +72,7 @@ async function main(): Promise<void> {
     leaseStore: store,
     initialPosition: 'TRIM_HORIZON',
     ...config.timing,
+    ...config.consumer,
     logger,
     onEvent: (event) => {
       process.stdout.write(`${JSON.stringify({ ...event, at: now(), error: undefined })}\n`);
@@ -61,6 +80,7 @@ async function main(): Promise<void> {
     processor: (shardId) => ({
       async processRecords({ records, checkpointer }) {
         if (records.length === 0) return;
+        const start = now();
         const lines = records.map((record) =>
           JSON.stringify({
             w: config.workerId,
@@ -71,13 +91,21 @@ async function main(): Promise<void> {
             t: now(),
           } satisfies ProcessedLine),
         );
-        appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
-        await checkpointer.checkpoint();
+        try {
+          appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
+          await checkpointer.checkpoint();
+        } finally {
+          // Also when the checkpoint failed: the records were processed all the same.
+          const batch: BatchLine = { w: config.workerId, s: shardId, n: records.length, start, end: now() };
+          appendFileSync(config.batchFile, `${JSON.stringify(batch)}\n`);
+        }
       },
       async shardEnded({ checkpointer }) {
         await checkpointer.checkpoint();
       },
       async shutdownRequested({ checkpointer }) {
+        const delayMs = config.shutdownRequestedDelayMs ?? 0;
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
         await checkpointer.checkpoint();
       },
     }),

@@ -1,4 +1,6 @@
 export { seededRandom } from '@kcl/core';
+export type { ProcessingSpan } from './concurrent-owners.js';
+export { concurrentOwners } from './concurrent-owners.js';
 export type { DynaliteOptions, KinesisLocalOptions, RunningEmulator } from './emulators.js';
 export { freePort, LOCAL_CREDENTIALS, LOCAL_REGION, startDynalite, startKinesisLocal } from './emulators.js';
 export type {

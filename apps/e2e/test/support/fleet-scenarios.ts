@@ -5,8 +5,9 @@ import type { Lease } from '@kcl/core';
 import { FLEET_TIMINGS } from '@kcl/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type OpenedStore, openStore, type StoreConfig } from '../../src/store-config.js';
-import { FleetHarness, verify, waitFor } from './harness.js';
-import { byHashKey, startTestStream, type TestStream } from './stream.js';
+import { balanced, FleetHarness, verify, waitFor } from './harness.js';
+import { describePlannedMoves } from './planned-move-scenarios.js';
+import { byHashKey, produceContinuously, startTestStream, type TestStream } from './stream.js';
 
 export interface StoreUnderTest {
   /** The store config for worker processes; one physical table per test file is fine (applications differ). */
@@ -48,6 +49,7 @@ export function describeFleetScenarios(
 
       const fleet = async (
         shards: number,
+        consumer?: FleetHarness['options']['consumer'],
       ): Promise<{ harness: FleetHarness; streamName: string; applicationName: string }> => {
         counter += 1;
         const streamName = `fleet-${name}-${counter}`;
@@ -60,19 +62,22 @@ export function describeFleetScenarios(
           kinesisEndpoint: stream.emulator.endpoint,
           streamName,
           applicationName,
+          ...(consumer === undefined ? {} : { consumer }),
         });
         harnesses.push(harness);
         onTestFailed(() => {
           // Show what the fleet was doing when the test failed.
           const lines = harness.processed();
+          const overlaps = harness.concurrentOwners();
           process.stderr.write(
-            `fleet diagnostics: written ${stream.written.length}, processed ${lines.length}, distinct ${new Set(lines.map((line) => line.d)).size}\n` +
+            `fleet diagnostics: written ${stream.written.length}, processed ${lines.length}, distinct ${new Set(lines.map((line) => line.d)).size}, ` +
+              `${verify(stream.written, lines).duplicates} duplicates, ${overlaps.length} concurrent owners${overlaps.length > 0 ? ` (${overlaps.slice(0, 5).join('; ')})` : ''}\n` +
               `last events:\n${harness.events
                 .slice(-30)
                 .map((event) => `  ${event.workerId} ${event.type} ${event.leaseKey ?? ''}`)
                 .join('\n')}\n`,
           );
-          for (const workerId of ['w1', 'w2', 'w3']) {
+          for (const workerId of ['w1', 'w2', 'w3', 'w4']) {
             const stderr = harness.stderrOf(workerId);
             if (stderr !== '') process.stderr.write(`${workerId} stderr:\n${stderr.slice(-3_000)}\n`);
           }
@@ -84,14 +89,6 @@ export function describeFleetScenarios(
         const handle = await openStore(store.config, applicationName);
         opened.push(handle);
         return handle.store;
-      };
-
-      const balanced = (fleetHarness: FleetHarness, workers: readonly string[], shards: number) => () => {
-        const counts = workers.map((workerId) => fleetHarness.leasesOf(workerId).size);
-        return (
-          counts.reduce((sum, count) => sum + count, 0) === shards &&
-          Math.max(...counts) - Math.min(...counts) <= 1
-        );
       };
 
       it('processes 20 000 records over 200 keys with 3 workers on 4 shards: none lost, in order, none twice', async () => {
@@ -241,28 +238,8 @@ export function describeFleetScenarios(
         const result = verify(stream.written, fleetHarness.processed());
         expect(result).toMatchObject({ lost: 0, duplicates: 0, orderViolations: 0 });
       });
+
+      describePlannedMoves({ stream: () => stream, fleet, openApplicationStore });
     },
   );
-}
-
-/** Writes `batch` records over `batch` keys, pausing `pauseMs` between batches, until stopped. */
-function produceContinuously(
-  stream: TestStream,
-  streamName: string,
-  batch: number,
-  pauseMs: number,
-): { stop(): Promise<void> } {
-  let producing = true;
-  const running = (async () => {
-    while (producing) {
-      await stream.produce(streamName, batch, batch);
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    }
-  })();
-  return {
-    stop: async () => {
-      producing = false;
-      await running;
-    },
-  };
 }

@@ -4,9 +4,9 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { FLEET_TIMINGS, waitUntil } from '@kcl/testkit';
+import { concurrentOwners, FLEET_TIMINGS, waitUntil } from '@kcl/testkit';
 import type { StoreConfig } from '../../src/store-config.js';
-import type { ProcessedLine, WorkerProcessConfig } from '../../src/worker-process.js';
+import type { BatchLine, ProcessedLine, WorkerProcessConfig } from '../../src/worker-process.js';
 
 const workerScript = join(dirname(fileURLToPath(import.meta.url)), '../../dist/worker-process.js');
 
@@ -25,11 +25,49 @@ interface WorkerHandle {
   readonly stderr: string[];
 }
 
+/** A JSON-lines file a worker appends to, read incrementally. */
+class JsonLinesFile<T> {
+  readonly lines: T[] = [];
+  #offset = 0;
+  #partial = '';
+
+  constructor(readonly file: string) {}
+
+  /** Reads what was appended since the last call; returns every line so far. */
+  read(): readonly T[] {
+    if (!existsSync(this.file)) return this.lines;
+    const descriptor = openSync(this.file, 'r');
+    try {
+      const size = fstatSync(descriptor).size;
+      if (size > this.#offset) {
+        const buffer = Buffer.alloc(size - this.#offset);
+        readSync(descriptor, buffer, 0, buffer.length, this.#offset);
+        this.#offset = size;
+        const text = this.#partial + buffer.toString('utf8');
+        const lines = text.split('\n');
+        this.#partial = lines.pop() ?? '';
+        for (const line of lines) {
+          if (line === '') continue;
+          try {
+            this.lines.push(JSON.parse(line) as T);
+          } catch {
+            // A line cut short by kill -9.
+          }
+        }
+      }
+    } finally {
+      closeSync(descriptor);
+    }
+    return this.lines;
+  }
+}
+
 /** Worker processes of one fleet, their events and what they processed. */
 export class FleetHarness {
   readonly events: FleetEvent[] = [];
   readonly #workers = new Map<string, WorkerHandle>();
-  readonly #outputs = new Map<string, { offset: number; partial: string; lines: ProcessedLine[] }>();
+  readonly #outputs = new Map<string, JsonLinesFile<ProcessedLine>>();
+  readonly #batches = new Map<string, JsonLinesFile<BatchLine>>();
 
   constructor(
     readonly options: {
@@ -39,13 +77,24 @@ export class FleetHarness {
       readonly streamName: string;
       readonly applicationName: string;
       readonly timing?: WorkerProcessConfig['timing'];
+      /** Consumer options for every worker beyond the timings. */
+      readonly consumer?: WorkerProcessConfig['consumer'];
     },
   ) {}
 
-  /** Starts a worker process (on the fleet's store, or `store`) and waits until its consumer runs. */
-  async spawn(workerId: string, store: StoreConfig = this.options.store): Promise<void> {
+  /**
+   * Starts a worker process (on the fleet's store, or `store`) and waits until its consumer runs;
+   * `extra` changes this worker's processor.
+   */
+  async spawn(
+    workerId: string,
+    store: StoreConfig = this.options.store,
+    extra: Pick<WorkerProcessConfig, 'shutdownRequestedDelayMs'> = {},
+  ): Promise<void> {
     const outputFile = join(this.options.dir, `${workerId}.jsonl`);
-    if (!this.#outputs.has(outputFile)) this.#outputs.set(outputFile, { offset: 0, partial: '', lines: [] });
+    const batchFile = join(this.options.dir, `${workerId}.batches.jsonl`);
+    if (!this.#outputs.has(outputFile)) this.#outputs.set(outputFile, new JsonLinesFile(outputFile));
+    if (!this.#batches.has(batchFile)) this.#batches.set(batchFile, new JsonLinesFile(batchFile));
     const config: WorkerProcessConfig = {
       workerId,
       applicationName: this.options.applicationName,
@@ -53,7 +102,10 @@ export class FleetHarness {
       kinesisEndpoint: this.options.kinesisEndpoint,
       store,
       outputFile,
+      batchFile,
       timing: this.options.timing ?? FLEET_TIMINGS.processes,
+      ...(this.options.consumer === undefined ? {} : { consumer: this.options.consumer }),
+      ...extra,
     };
     const child = spawn(process.execPath, [workerScript, JSON.stringify(config)], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -121,41 +173,32 @@ export class FleetHarness {
   /** Every processed line of every worker, merged by time. Files are read incrementally. */
   processed(): ProcessedLine[] {
     const all: ProcessedLine[] = [];
-    for (const [file, state] of this.#outputs) {
-      if (existsSync(file)) {
-        const descriptor = openSync(file, 'r');
-        try {
-          const size = fstatSync(descriptor).size;
-          if (size > state.offset) {
-            const buffer = Buffer.alloc(size - state.offset);
-            readSync(descriptor, buffer, 0, buffer.length, state.offset);
-            state.offset = size;
-            const text = state.partial + buffer.toString('utf8');
-            const lines = text.split('\n');
-            state.partial = lines.pop() ?? '';
-            for (const line of lines) {
-              if (line === '') continue;
-              try {
-                state.lines.push(JSON.parse(line) as ProcessedLine);
-              } catch {
-                // A line cut short by kill -9.
-              }
-            }
-          }
-        } finally {
-          closeSync(descriptor);
-        }
-      }
-      all.push(...state.lines);
-    }
+    for (const output of this.#outputs.values()) all.push(...output.read());
     return all.sort((a, b) => a.t - b.t);
+  }
+
+  /** Every worker's `processRecords` calls with records, as far as they ended. */
+  batches(): BatchLine[] {
+    return [...this.#batches.values()].flatMap((file) => [...file.read()]);
+  }
+
+  /** The times two workers processed one shard at once (`concurrentOwners` over every batch). */
+  concurrentOwners(): string[] {
+    return concurrentOwners(
+      this.batches().map((batch) => ({
+        workerId: batch.w,
+        shardId: batch.s,
+        startedAt: batch.start,
+        endedAt: batch.end,
+      })),
+    );
   }
 
   /** How many records were processed, counting repeats (cheap: no sorting). */
   processedCount(): number {
     this.processed();
     let count = 0;
-    for (const state of this.#outputs.values()) count += state.lines.length;
+    for (const output of this.#outputs.values()) count += output.lines.length;
     return count;
   }
 
@@ -163,20 +206,33 @@ export class FleetHarness {
   distinctCount(): number {
     this.processed();
     const seen = new Set<string>();
-    for (const state of this.#outputs.values()) for (const line of state.lines) seen.add(line.d);
+    for (const output of this.#outputs.values()) for (const line of output.lines) seen.add(line.d);
     return seen.size;
   }
 
+  /** The leases a worker holds by its events: taken, and not lost, released or handed over since. */
   leasesOf(workerId: string): Set<string> {
     const held = new Set<string>();
     for (const event of this.events) {
       if (event.workerId !== workerId || event.leaseKey === undefined) continue;
       if (event.type === 'lease-taken') held.add(event.leaseKey);
       if (event.type === 'lease-lost' || event.type === 'lease-released') held.delete(event.leaseKey);
+      // The owner's side of a completed hand-off: the lease is the requester's now.
+      if (event.type === 'lease-handoff' && event.step === 'completed') held.delete(event.leaseKey);
     }
     return held;
   }
 }
+
+/** True once `workers` hold all `shards` leases between them, evenly (by their events). */
+export const balanced =
+  (fleetHarness: FleetHarness, workers: readonly string[], shards: number) => (): boolean => {
+    const counts = workers.map((workerId) => fleetHarness.leasesOf(workerId).size);
+    return (
+      counts.reduce((sum, count) => sum + count, 0) === shards &&
+      Math.max(...counts) - Math.min(...counts) <= 1
+    );
+  };
 
 export interface Verification {
   readonly written: number;

@@ -58,3 +58,25 @@ export async function startTestStream(): Promise<TestStream> {
     },
   };
 }
+
+/** Writes `batch` records over `batch` keys, pausing `pauseMs` between batches, until stopped. */
+export function produceContinuously(
+  stream: TestStream,
+  streamName: string,
+  batch: number,
+  pauseMs: number,
+): { stop(): Promise<void> } {
+  let producing = true;
+  const running = (async () => {
+    while (producing) {
+      await stream.produce(streamName, batch, batch);
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      producing = false;
+      await running;
+    },
+  };
+}

@@ -2,15 +2,11 @@ import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { Consumer, ConsumerOptions, RecordProcessor } from '@kcl/consumer';
 import { createConsumer } from '@kcl/consumer';
 import type { KclEvent, LeaseStore } from '@kcl/core';
-import { FLEET_TIMINGS } from '@kcl/testkit';
+import { concurrentOwners, FLEET_TIMINGS, type ProcessingSpan } from '@kcl/testkit';
 
 /** One processRecords call: who processed which records of which shard, and when (ms since the test began). */
-export interface ProcessedBatch {
-  readonly workerId: string;
-  readonly shardId: string;
+export interface ProcessedBatch extends ProcessingSpan {
   readonly data: readonly string[];
-  readonly startedAt: number;
-  readonly endedAt: number;
 }
 
 /** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
@@ -89,34 +85,8 @@ export class Fleet {
     return new Set(this.processed());
   }
 
-  /**
-   * Times two workers processed one shard at once: per shard, the batches in time order are grouped
-   * into runs by worker, and each run must end before the next one starts.
-   */
+  /** Times two workers processed one shard at once (see `concurrentOwners`). */
   overlaps(): string[] {
-    const problems: string[] = [];
-    const byShard = new Map<string, ProcessedBatch[]>();
-    for (const batch of this.batches)
-      byShard.set(batch.shardId, [...(byShard.get(batch.shardId) ?? []), batch]);
-    for (const [shardId, batches] of byShard) {
-      batches.sort((a, b) => a.startedAt - b.startedAt);
-      const runs: Array<{ workerId: string; start: number; end: number }> = [];
-      for (const batch of batches) {
-        const last = runs.at(-1);
-        if (last !== undefined && last.workerId === batch.workerId)
-          last.end = Math.max(last.end, batch.endedAt);
-        else runs.push({ workerId: batch.workerId, start: batch.startedAt, end: batch.endedAt });
-      }
-      for (let index = 1; index < runs.length; index++) {
-        const before = runs[index - 1] as (typeof runs)[number];
-        const after = runs[index] as (typeof runs)[number];
-        if (before.end > after.start) {
-          problems.push(
-            `${shardId}: ${before.workerId} until ${before.end.toFixed(0)} ms, ${after.workerId} from ${after.start.toFixed(0)} ms`,
-          );
-        }
-      }
-    }
-    return problems;
+    return concurrentOwners(this.batches);
   }
 }
