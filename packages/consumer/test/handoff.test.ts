@@ -172,10 +172,10 @@ describe('planned moves as hand-offs (in process, memory store)', () => {
     // w1 completes the hand-off to the dead w2; the lease then expires from w2 and w1 takes it back.
     await until(() => fleet.handoffSteps().includes('w1 completed'), 10_000, 'the hand-off');
     const completedAt = Date.now();
-    const leaseKey = fleet.events.find(
-      (event) => event.type === 'lease-handoff' && event.step === 'completed',
+    const completed = fleet.events.flatMap((event) =>
+      event.type === 'lease-handoff' && event.step === 'completed' ? [event.leaseKey] : [],
     );
-    expect((await store.leases.get(leaseKey?.leaseKey ?? ''))?.owner).toBe('w2');
+    expect((await store.leases.get(completed[0] ?? ''))?.owner).toBe('w2');
     await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 taking it back');
     // The expiry (700) and one rebalance (150 + 25%), with slack for a loaded machine.
     expect(Date.now() - completedAt).toBeLessThan(700 + 190 + 1_500);
