@@ -273,6 +273,11 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
     Math.max(1, Math.min(CONSUMER_DEFAULTS.handoffPollIntervalMs, Math.floor(handoffTimeoutMs / 4))),
     { min: 1 },
   );
+  if (given.handoffPollIntervalMs !== undefined && handoffPollIntervalMs >= handoffTimeoutMs) {
+    check.add(
+      `handoffPollIntervalMs (${handoffPollIntervalMs}) must be below handoffTimeoutMs (${handoffTimeoutMs}): a pending hand-off is checked at least once before it times out`,
+    );
+  }
   const handoff = check.boolean('handoff', given.handoff, CONSUMER_DEFAULTS.handoff);
   const integerOption = (name: IntegerOption, min = 1): number =>
     check.integer(name, given[name], CONSUMER_DEFAULTS[name], { min });
