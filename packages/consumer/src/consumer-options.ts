@@ -55,6 +55,21 @@ export interface ConsumerOptions {
   readonly maxLeasesToSteal?: number;
   /** The most leases this worker holds. Default unlimited. */
   readonly maxLeasesForWorker?: number;
+  /**
+   * Steal by cooperative hand-off (default true): the worker asks the owner to hand the lease over;
+   * the owner finishes its batch, checkpoints in `shutdownRequested` and passes the lease on, so no
+   * record is processed twice and never by two workers at once. A hand-off not completed within
+   * `handoffTimeoutMs` falls back to a plain steal. false: steal directly (as workers before hand-offs
+   * did); a worker answers hand-offs it is asked for either way.
+   */
+  readonly handoff?: boolean;
+  /**
+   * How long a requested hand-off may take before the requester steals the lease anyway; below
+   * `leaseExpiryMs`. Default `leaseExpiryMs` / 2.
+   */
+  readonly handoffTimeoutMs?: number;
+  /** How often a requester checks its pending hand-offs. Default `handoffTimeoutMs` / 4, at most 500. */
+  readonly handoffPollIntervalMs?: number;
   /** Wait between GetRecords calls when a shard is caught up. Default 500. */
   readonly pollIntervalMs?: number;
   /** Records per GetRecords call, 1 … 10 000. Default 10 000. */
@@ -111,6 +126,9 @@ export interface ResolvedConsumerOptions {
   readonly rebalanceIntervalMs: number;
   readonly maxLeasesToSteal: number;
   readonly maxLeasesForWorker: number;
+  readonly handoff: boolean;
+  readonly handoffTimeoutMs: number;
+  readonly handoffPollIntervalMs: number;
   readonly pollIntervalMs: number;
   readonly maxRecords: number;
   readonly parentPollIntervalMs: number;
@@ -131,6 +149,9 @@ export const CONSUMER_DEFAULTS = {
   rebalanceIntervalMs: 6_000,
   maxLeasesToSteal: 1,
   maxLeasesForWorker: Number.POSITIVE_INFINITY,
+  handoff: true,
+  /** The longest default interval between checks of a pending hand-off. */
+  handoffPollIntervalMs: 500,
   pollIntervalMs: 500,
   maxRecords: 10_000,
   parentPollIntervalMs: 2_000,
@@ -235,6 +256,29 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
       `storeCallTimeoutMs (${storeCallTimeoutMs}) must be below leaseExpiryMs (${leaseExpiryMs}): a renewal that may take longer than the lease lasts cannot keep it`,
     );
   }
+  const handoffTimeoutMs = check.integer(
+    'handoffTimeoutMs',
+    given.handoffTimeoutMs,
+    Math.max(1, Math.floor(leaseExpiryMs / 2)),
+    { min: 1 },
+  );
+  if (handoffTimeoutMs >= leaseExpiryMs) {
+    check.add(
+      `handoffTimeoutMs (${handoffTimeoutMs}) must be below leaseExpiryMs (${leaseExpiryMs}): a hand-off that waits longer than a lease lasts cannot be told from a dead owner; leaseExpiryMs / 2 is the default`,
+    );
+  }
+  const handoffPollIntervalMs = check.integer(
+    'handoffPollIntervalMs',
+    given.handoffPollIntervalMs,
+    Math.max(1, Math.min(CONSUMER_DEFAULTS.handoffPollIntervalMs, Math.floor(handoffTimeoutMs / 4))),
+    { min: 1 },
+  );
+  if (given.handoffPollIntervalMs !== undefined && handoffPollIntervalMs >= handoffTimeoutMs) {
+    check.add(
+      `handoffPollIntervalMs (${handoffPollIntervalMs}) must be below handoffTimeoutMs (${handoffTimeoutMs}): a pending hand-off is checked at least once before it times out`,
+    );
+  }
+  const handoff = check.boolean('handoff', given.handoff, CONSUMER_DEFAULTS.handoff);
   const integerOption = (name: IntegerOption, min = 1): number =>
     check.integer(name, given[name], CONSUMER_DEFAULTS[name], { min });
   const settings = {
@@ -281,6 +325,9 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
       initialPosition,
       leaseRenewIntervalMs,
       leaseExpiryMs,
+      handoff,
+      handoffTimeoutMs,
+      handoffPollIntervalMs,
       ...settings,
       storeCallTimeoutMs,
       callProcessRecordsEvenForEmptyRecordList: given.callProcessRecordsEvenForEmptyRecordList ?? false,

@@ -1,7 +1,8 @@
 import { KinesisClient } from '@aws-sdk/client-kinesis';
+import { ConfigurationError } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { isKinesisClient } from './consumer-options.js';
+import { isKinesisClient, resolveConsumerOptions } from './consumer-options.js';
 import { createConsumer } from './create-consumer.js';
 
 describe('the kinesis option', () => {
@@ -31,5 +32,51 @@ describe('the kinesis option', () => {
     await consumer.stop();
     expect(sent.length).toBeGreaterThan(0);
     expect(sent.every((name) => name.endsWith('Command'))).toBe(true);
+  });
+});
+
+describe('the hand-off options', () => {
+  const base = {
+    streamName: 'orders',
+    applicationName: 'app',
+    kinesis: { region: 'eu-west-1' },
+    leaseStore: createMemoryLeaseStore({ applicationName: 'app', table: new MemoryLeaseTable() }),
+    processor: () => ({ processRecords: async () => {} }),
+  };
+
+  it('default to hand-offs timing out at half the lease expiry, checked four times meanwhile', () => {
+    expect(resolveConsumerOptions(base)).toMatchObject({
+      handoff: true,
+      handoffTimeoutMs: 22_500,
+      handoffPollIntervalMs: 500,
+    });
+    expect(resolveConsumerOptions({ ...base, leaseRenewIntervalMs: 200, leaseExpiryMs: 700 })).toMatchObject({
+      handoffTimeoutMs: 350,
+      handoffPollIntervalMs: 87,
+    });
+  });
+
+  it('refuse a timeout at or past the lease expiry, a check no more often than the timeout, and a non-boolean switch', () => {
+    let error: unknown;
+    try {
+      resolveConsumerOptions({
+        ...base,
+        leaseRenewIntervalMs: 1_000,
+        leaseExpiryMs: 3_000,
+        handoffTimeoutMs: 3_000,
+        handoffPollIntervalMs: 3_000,
+        handoff: 'yes' as never,
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigurationError.is(error)).toBe(true);
+    const problems = (error as ConfigurationError).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join('\n')).toContain('handoffTimeoutMs (3000) must be below leaseExpiryMs (3000)');
+    expect(problems.join('\n')).toContain(
+      'handoffPollIntervalMs (3000) must be below handoffTimeoutMs (3000)',
+    );
+    expect(problems.join('\n')).toContain('handoff');
   });
 });

@@ -3,7 +3,7 @@ import type { KclEvent } from '@kcl/core';
 import { ExtendedSequenceNumber, noopLogger } from '@kcl/core';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { resolveConsumerOptions } from './consumer-options.js';
+import { type ConsumerOptions, resolveConsumerOptions } from './consumer-options.js';
 import type { StreamReader } from './kinesis/kinesis-stream.js';
 import { createLeasePlanner } from './leases/lease-planner.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
@@ -43,7 +43,13 @@ const timing = {
   pollIntervalMs: 500,
 };
 
-function buildWorker(workerId: string, clock: ManualClock, table: MemoryLeaseTable, events: KclEvent[] = []) {
+function buildWorker(
+  workerId: string,
+  clock: ManualClock,
+  table: MemoryLeaseTable,
+  events: KclEvent[] = [],
+  overrides: Partial<ConsumerOptions> = {},
+) {
   const store = createFaultyLeaseStore(
     createMemoryLeaseStore({ applicationName: 'timing', table, now: () => clock.now() }),
     {
@@ -61,6 +67,7 @@ function buildWorker(workerId: string, clock: ManualClock, table: MemoryLeaseTab
       initialPosition: 'TRIM_HORIZON',
       processor: () => ({ processRecords() {} }),
       ...timing,
+      ...overrides,
     },
     random,
   );
@@ -85,6 +92,18 @@ function buildWorker(workerId: string, clock: ManualClock, table: MemoryLeaseTab
     onFatal: () => {},
   });
   return { worker, store };
+}
+
+/** Two leases owned by a worker that never renews (and never answers a hand-off). */
+async function seedDeadOwner(table: MemoryLeaseTable): Promise<void> {
+  const seed = createMemoryLeaseStore({ applicationName: 'timing', table });
+  for (const shard of shards) {
+    await seed.leases.create({
+      leaseKey: shard.ShardId ?? '',
+      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+      owner: 'dead',
+    });
+  }
 }
 
 async function start(worker: Worker, clock: ManualClock): Promise<void> {
@@ -121,19 +140,12 @@ describe('worker timing (manual clock)', () => {
     await stopping;
   });
 
-  it('takes a dead worker’s lease only after the lease expiry, at the next rebalance', async () => {
+  it('takes a dead worker’s lease only after the lease expiry, at the next rebalance (direct steals)', async () => {
     const clock = new ManualClock();
     const table = new MemoryLeaseTable();
     const events: KclEvent[] = [];
-    const seed = createMemoryLeaseStore({ applicationName: 'timing', table });
-    for (const shard of shards) {
-      await seed.leases.create({
-        leaseKey: shard.ShardId ?? '',
-        checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
-        owner: 'dead',
-      });
-    }
-    const { worker } = buildWorker('w1', clock, table, events);
+    await seedDeadOwner(table);
+    const { worker } = buildWorker('w1', clock, table, events, { handoff: false });
     await start(worker, clock);
     const taken = () =>
       events.flatMap((event) =>
@@ -141,6 +153,7 @@ describe('worker timing (manual clock)', () => {
       );
     // The dead worker still looks alive (first sight of an owned lease is fresh): w1 evens out by stealing one.
     expect(taken()).toEqual([{ stolen: true, owner: 'dead' }]);
+    expect(events.some((event) => event.type === 'lease-handoff')).toBe(false);
     await clock.advance(2_999);
     expect(taken()).toHaveLength(1);
     // Rebalances run at 2 000 and 4 000: the one at 4 000 sees the other lease unchanged for 3 s, expired.
@@ -149,6 +162,30 @@ describe('worker timing (manual clock)', () => {
       { stolen: true, owner: 'dead' },
       { stolen: false, owner: 'dead' },
     ]);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('asks a live-looking owner for a lease, and steals it when the hand-off times out', async () => {
+    const clock = new ManualClock();
+    const table = new MemoryLeaseTable();
+    const events: KclEvent[] = [];
+    await seedDeadOwner(table);
+    // handoffTimeoutMs: 1 500 (leaseExpiryMs / 2), checked every 375 ms.
+    const { worker } = buildWorker('w1', clock, table, events);
+    await start(worker, clock);
+    const steps = () => events.flatMap((event) => (event.type === 'lease-handoff' ? [event.step] : []));
+    const taken = () => events.filter((event) => event.type === 'lease-taken');
+    expect(steps()).toEqual(['requested']);
+    expect(taken()).toHaveLength(0);
+    // Counted as w1's while it waits: the rebalance at 2 000 asks for nothing more.
+    await clock.advance(1_499);
+    expect(taken()).toHaveLength(0);
+    await clock.advance(376);
+    expect(steps()).toEqual(['requested', 'fell-back']);
+    expect(taken()).toMatchObject([{ previousOwner: 'dead', stolen: true }]);
+    expect(worker.status()).toHaveLength(1);
     const stopping = worker.stop(true);
     await clock.advance(0);
     await stopping;
@@ -183,15 +220,25 @@ describe('worker timing (manual clock)', () => {
   it('releases its leases on a graceful stop so a peer takes them at its next rebalance', async () => {
     const clock = new ManualClock();
     const table = new MemoryLeaseTable();
-    const first = buildWorker('w1', clock, table);
+    const events: KclEvent[] = [];
+    const first = buildWorker('w1', clock, table, events);
     await start(first.worker, clock);
     await clock.advance(10);
-    const second = buildWorker('w2', clock, table, []);
+    const second = buildWorker('w2', clock, table, events);
     await start(second.worker, clock);
     await clock.advance(10);
-    // w2 evened the fleet out by stealing one lease; w1 notices at its next renewal.
-    await clock.advance(1_000);
+    // w2 evened the fleet out by asking for one lease; w1 sees the request at its renewal at 1 000 and
+    // hands it over; w2 finds it handed over at its next check (every 375 ms).
+    await clock.advance(1_200);
     expect([first.worker.status().length, second.worker.status().length]).toEqual([1, 1]);
+    expect(
+      events.flatMap((event) => (event.type === 'lease-handoff' ? [[event.workerId, event.step]] : [])),
+    ).toEqual([
+      ['w2', 'requested'],
+      ['w1', 'completed'],
+      ['w2', 'received'],
+    ]);
+    expect(events.filter((event) => event.type === 'lease-lost')).toEqual([]);
     const stopping = first.worker.stop(true);
     await clock.advance(0);
     await stopping;

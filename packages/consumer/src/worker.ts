@@ -1,10 +1,20 @@
-import type { Clock, KclEvent, Lease, LeaseStore, Logger, RandomSource, WorkerRecord } from '@kcl/core';
+import type {
+  Clock,
+  KclEvent,
+  Lease,
+  LeaseHandoffStep,
+  LeaseStore,
+  Logger,
+  RandomSource,
+  WorkerRecord,
+} from '@kcl/core';
 import { ApplicationMigratedError, isLeaseComplete, jitter, KclError, untilAborted } from '@kcl/core';
 import { Backoff } from './backoff.js';
 import type { ResolvedConsumerOptions } from './consumer-options.js';
 import { within } from './deadline.js';
 import { isRetryableKinesisError } from './kinesis/kinesis-errors.js';
 import type { StreamReader } from './kinesis/kinesis-stream.js';
+import { type HandoffOutcome, HandoffRequests } from './leases/handoff-requests.js';
 import { cleanUpLeases } from './leases/lease-cleanup.js';
 import { LeaseKeeper } from './leases/lease-keeper.js';
 import type { LeasePlanner } from './leases/lease-planner.js';
@@ -52,6 +62,8 @@ export class Worker {
   /** Stops renewal and expiry tracking; aborted last on a graceful stop. */
   readonly #renewing = new AbortController();
   readonly #shardSync: ShardSync;
+  /** The hand-offs this worker asked for and waits on. */
+  readonly #handoffs: HandoffRequests;
   #loops: Promise<void>[] = [];
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
@@ -71,6 +83,15 @@ export class Worker {
         deps.metrics.leaseLost();
         deps.logger.info('lease lost', { leaseKey: held.leaseKey });
       },
+      onHandoffRequested: (held, handoff) => this.#consumers.handOver(held, handoff),
+    });
+    this.#handoffs = new HandoffRequests({
+      store: deps.store,
+      workerId: deps.options.workerId,
+      timeoutMs: deps.options.handoffTimeoutMs,
+      leaseExpiryMs: deps.options.leaseExpiryMs,
+      clock: deps.clock,
+      onReadError: (_leaseKey, error) => this.#storeError('read a lease asked for', error),
     });
     this.#consumers = new ShardConsumers({
       keeper: this.#keeper,
@@ -127,6 +148,7 @@ export class Worker {
       this.#rebalanceLoop(),
       this.#periodic(options.shardSyncIntervalMs, () => this.#syncShards()),
       this.#periodic(options.leaseCleanupIntervalMs, () => this.#cleanUpLeases()),
+      this.#periodic(options.handoffPollIntervalMs, () => this.#checkHandoffs()),
     ];
   }
 
@@ -263,7 +285,7 @@ export class Worker {
   }
 
   async #rebalance(): Promise<void> {
-    const { store, clock, planner, metrics } = this.#deps;
+    const { store, clock, planner, metrics, options } = this.#deps;
     let leases: Lease[];
     let workers: WorkerRecord[];
     try {
@@ -285,37 +307,126 @@ export class Worker {
     metrics.rebalanced(plan.diagnostics);
     for (const choice of plan.take) {
       if (this.#taking.signal.aborted) return;
-      await this.#take(choice.lease, choice.stolen);
+      const { lease, stolen } = choice;
+      // A steal from a live owner becomes a hand-off: the owner finishes its batch and checkpoints
+      // before the lease moves, so nothing is processed twice nor by two workers at once.
+      if (stolen && options.handoff && lease.owner !== null && lease.owner !== this.workerId) {
+        await this.#requestHandoff(lease);
+      } else {
+        await this.#take(lease, stolen);
+      }
     }
   }
 
   async #take(lease: Lease, stolen: boolean): Promise<void> {
-    const { store, clock, emit } = this.#deps;
-    if (this.#keeper.get(lease.leaseKey) !== undefined) return;
+    // A hand-off this worker waits on is settled by `#checkHandoffs` alone.
+    if (this.#handoffs.has(lease.leaseKey)) return;
+    await this.#takeNow(lease, stolen);
+  }
+
+  /** Takes the lease at its listed counter; true when it is now held and consumed here. */
+  async #takeNow(lease: Lease, stolen: boolean): Promise<boolean> {
+    const { store, clock } = this.#deps;
+    if (this.#keeper.get(lease.leaseKey) !== undefined) return false;
     // The previous incarnation's consumer is still finishing: never two consumers for one lease.
-    if (!this.#consumers.mayStart(lease.leaseKey)) return;
+    if (!this.#consumers.mayStart(lease.leaseKey)) return false;
     const sentAt = clock.monotonicNow();
     try {
       const result = await store.leases.take(lease.leaseKey, lease.leaseCounter, this.workerId);
-      if (!result.ok) return;
-      if (this.#taking.signal.aborted || this.#consumers.has(lease.leaseKey)) {
-        // Stopping (or a consumer appeared meanwhile): give it straight back.
-        await store.leases.release(result.lease.leaseKey, result.lease.leaseCounter).catch(() => undefined);
-        return;
-      }
-      emit({
-        type: 'lease-taken',
-        workerId: this.workerId,
-        leaseKey: lease.leaseKey,
-        previousOwner: lease.owner,
-        stolen,
-      });
-      this.#deps.metrics.leaseTaken();
-      this.#deps.planner.recordTake(result.lease, sentAt);
-      this.#consumers.start(this.#keeper.adopt(result.lease, sentAt));
+      if (!result.ok) return false;
+      return await this.#consume(result.lease, sentAt, lease.owner, stolen);
     } catch (error) {
       this.#storeError('take lease', error);
+      return false;
     }
+  }
+
+  /**
+   * Starts consuming a lease the store now says is this worker's (taken, or handed over), its expiry
+   * counted from `writeSentAt`. A worker that is stopping (or already runs a consumer of it) gives it
+   * straight back.
+   */
+  async #consume(
+    lease: Lease,
+    writeSentAt: number,
+    previousOwner: string | null,
+    stolen: boolean,
+  ): Promise<boolean> {
+    const { store, emit } = this.#deps;
+    if (this.#taking.signal.aborted || this.#consumers.has(lease.leaseKey)) {
+      await store.leases.release(lease.leaseKey, lease.leaseCounter).catch(() => undefined);
+      return false;
+    }
+    emit({ type: 'lease-taken', workerId: this.workerId, leaseKey: lease.leaseKey, previousOwner, stolen });
+    this.#deps.metrics.leaseTaken();
+    this.#deps.planner.recordTake(lease, writeSentAt);
+    this.#consumers.start(this.#keeper.adopt(lease, writeSentAt));
+    return true;
+  }
+
+  // ── hand-offs this worker asked for ───────────────────────────────────────────────────────────
+
+  async #requestHandoff(lease: Lease): Promise<void> {
+    const from = lease.owner;
+    if (from === null || this.#handoffs.has(lease.leaseKey)) return;
+    if (this.#keeper.get(lease.leaseKey) !== undefined) return;
+    try {
+      if (!(await this.#handoffs.request(lease))) return;
+    } catch (error) {
+      this.#storeError('request hand-off', error);
+      return;
+    }
+    this.#deps.logger.info('asked for a lease', { leaseKey: lease.leaseKey, from });
+    this.#handoffEvent(lease.leaseKey, from, 'requested');
+  }
+
+  /** Reads the pending hand-offs; takes over those handed over, steals those that timed out. */
+  async #checkHandoffs(): Promise<void> {
+    if (this.#handoffs.size === 0) return;
+    for (const outcome of await this.#handoffs.check()) {
+      if (this.#taking.signal.aborted) return;
+      await this.#settleHandoff(outcome);
+    }
+  }
+
+  async #settleHandoff(outcome: HandoffOutcome): Promise<void> {
+    const { logger } = this.#deps;
+    if (outcome.kind === 'dropped') {
+      this.#handoffEvent(outcome.leaseKey, outcome.from, 'dropped');
+      return;
+    }
+    const { lease, from } = outcome;
+    if (outcome.kind === 'received') {
+      if (this.#keeper.get(lease.leaseKey) !== undefined) return;
+      if (!this.#consumers.mayStart(lease.leaseKey)) {
+        // Ours in the store; the next rebalance takes it up once the earlier consumer has ended.
+        logger.info('a lease was handed over while its earlier consumer still ends', {
+          leaseKey: lease.leaseKey,
+        });
+        return;
+      }
+      if (await this.#consume(lease, outcome.writeSentAt, from, true)) {
+        this.#handoffEvent(lease.leaseKey, from, 'received');
+      }
+      return;
+    }
+    logger.warn('a hand-off was not completed in time; stealing the lease', {
+      leaseKey: lease.leaseKey,
+      from,
+      handoffTimeoutMs: this.#deps.options.handoffTimeoutMs,
+    });
+    if (await this.#takeNow(lease, true)) this.#handoffEvent(lease.leaseKey, from, 'fell-back');
+  }
+
+  #handoffEvent(leaseKey: string, from: string, step: LeaseHandoffStep): void {
+    this.#deps.emit({
+      type: 'lease-handoff',
+      workerId: this.workerId,
+      leaseKey,
+      from,
+      to: this.workerId,
+      step,
+    });
   }
 
   /** Leases the store says are ours but that this process does not hold (a restart with the same id). */

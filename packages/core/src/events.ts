@@ -9,6 +9,9 @@ export type LeaseLossReason =
   /** It was deleted from the store. */
   | 'deleted';
 
+/** The steps of a cooperative hand-off an event reports (see the `lease-handoff` event). */
+export type LeaseHandoffStep = 'requested' | 'completed' | 'received' | 'fell-back' | 'dropped';
+
 /** Something that happened inside a worker. Every event names the worker it happened in. */
 export type KclEvent =
   | { readonly type: 'worker-started'; readonly workerId: string }
@@ -28,6 +31,21 @@ export type KclEvent =
       readonly reason: LeaseLossReason;
     }
   | { readonly type: 'lease-released'; readonly workerId: string; readonly leaseKey: string }
+  | {
+      /**
+       * A step of a cooperative hand-off (a planned move of a lease from `from` to `to`): `requested`
+       * (by `to`), `completed` (by `from`, once its processor checkpointed; the lease is now `to`'s),
+       * `received` (by `to`, which now consumes it), `fell-back` (by `to`: the hand-off did not
+       * complete within its timeout, so it took the lease as a steal) or `dropped` (by `to`: someone
+       * else got the lease, or it is gone).
+       */
+      readonly type: 'lease-handoff';
+      readonly workerId: string;
+      readonly leaseKey: string;
+      readonly from: string;
+      readonly to: string;
+      readonly step: LeaseHandoffStep;
+    }
   | {
       readonly type: 'leases-created';
       readonly workerId: string;

@@ -15,7 +15,14 @@ export {
   LeaseStoreError,
   LeaseStoreSchemaMissingError,
 } from './errors.js';
-export type { KclEvent, KclEventListener, KclEventOf, KclEventType, LeaseLossReason } from './events.js';
+export type {
+  KclEvent,
+  KclEventListener,
+  KclEventOf,
+  KclEventType,
+  LeaseHandoffStep,
+  LeaseLossReason,
+} from './events.js';
 export type { SentinelCheckpoint } from './extended-sequence-number.js';
 export {
   ExtendedSequenceNumber,

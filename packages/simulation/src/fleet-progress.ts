@@ -48,6 +48,8 @@ export function storyOfEvent(event: KclEvent): string | null {
       return `${event.workerId} loses ${event.leaseKey} (${event.reason})`;
     case 'lease-released':
       return `${event.workerId} releases ${event.leaseKey}`;
+    case 'lease-handoff':
+      return `${event.workerId}: hand-off of ${event.leaseKey} from ${event.from} to ${event.to} ${event.step}`;
     case 'leases-created':
       return `${event.workerId} creates leases ${event.leaseKeys.join(', ')} (${event.cause})`;
     case 'lease-deleted':

@@ -1,4 +1,4 @@
-import type { Lease } from '@kcl/core';
+import type { Lease, LeaseHandoff } from '@kcl/core';
 import { Mutex } from '../mutex.js';
 
 /** A lease this worker holds: one incarnation, from the take to the loss or release. */
@@ -37,6 +37,10 @@ export class LeaseEntry implements HeldLease {
    * may have applied, so the counter this worker knows may be behind the stored one.
    */
   uncertain = false;
+  /** The counter this incarnation began with: a stored copy below it belongs to an earlier one. */
+  readonly firstCounter: number;
+  /** A hand-off of this lease to another worker, asked for during this incarnation (null: none seen). */
+  handoff: LeaseHandoff | null = null;
   readonly #judge: HoldJudge;
 
   constructor(judge: HoldJudge, lease: Lease, incarnation: number, writeSentAt: number) {
@@ -45,6 +49,7 @@ export class LeaseEntry implements HeldLease {
     this.lease = lease;
     this.incarnation = incarnation;
     this.lastWriteSentAt = writeSentAt;
+    this.firstCounter = lease.leaseCounter;
   }
 
   get signal(): AbortSignal {

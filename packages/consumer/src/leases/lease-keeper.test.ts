@@ -9,6 +9,7 @@ async function setup(options: { store?: LeaseStore; expiry?: number; clock?: Man
   const store = options.store ?? createMemoryLeaseStore({ applicationName: 'keeper' });
   const events: KclEvent[] = [];
   const lost: string[] = [];
+  const asked: string[] = [];
   const keeper = new LeaseKeeper({
     store,
     workerId: 'me',
@@ -17,6 +18,7 @@ async function setup(options: { store?: LeaseStore; expiry?: number; clock?: Man
     logger: noopLogger,
     emit: (event) => events.push(event),
     onLost: (held, reason) => lost.push(`${held.leaseKey}:${reason}`),
+    onHandoffRequested: (held, handoff) => asked.push(`${held.leaseKey}:${handoff.to}`),
   });
   const take = async (leaseKey: string): Promise<Lease> => {
     const created = await store.leases.create({
@@ -28,7 +30,7 @@ async function setup(options: { store?: LeaseStore; expiry?: number; clock?: Man
     if (!taken.ok) throw new Error('take');
     return taken.lease;
   };
-  return { clock, store, keeper, events, lost, take };
+  return { clock, store, keeper, events, lost, asked, take };
 }
 
 describe('LeaseKeeper', () => {
@@ -269,5 +271,102 @@ describe('LeaseKeeper', () => {
     expect(a.isHeld()).toBe(true);
     expect(b.lease.leaseCounter).toBe(2);
     expect(lost).toEqual([]);
+  });
+
+  describe('hand-offs', () => {
+    const handoff = { from: 'me', to: 'other', deadline: null };
+
+    it('announces a hand-off a renewal brings back, once, and completes it to the requester', async () => {
+      const { clock, keeper, take, store, asked, events, lost } = await setup();
+      const held = keeper.adopt(await take('a'), clock.monotonicNow());
+      expect((await store.leases.requestHandoff('a', held.lease.leaseCounter, handoff)).ok).toBe(true);
+      expect(keeper.handoffOf(held)).toBeNull();
+      await keeper.renewAll();
+      await keeper.renewAll();
+      expect(asked).toEqual(['a:other']);
+      expect(keeper.handoffOf(held)).toMatchObject({ from: 'me', to: 'other' });
+      // The renewals moved the counter: the completion goes on the keeper's own, current one.
+      expect(await keeper.completeHandoff(held, clock.monotonicNow() + 1_000)).toBe(true);
+      expect(await store.leases.get('a')).toMatchObject({ owner: 'other', handoff: null, leaseCounter: 4 });
+      expect(held.isHeld()).toBe(false);
+      expect(held.signal.aborted).toBe(true);
+      expect(lost).toEqual([]);
+      expect(events).toContainEqual({
+        type: 'lease-handoff',
+        workerId: 'me',
+        leaseKey: 'a',
+        from: 'me',
+        to: 'other',
+        step: 'completed',
+      });
+    });
+
+    it('sees a hand-off in a listing, but not one a listing from before this incarnation shows', async () => {
+      const { clock, keeper, take, store, asked } = await setup();
+      const first = await take('a');
+      await store.leases.requestHandoff('a', first.leaseCounter, handoff);
+      const before = await store.leases.list();
+      // Taken again (which clears the request): the old listing belongs to the earlier incarnation.
+      const retaken = await store.leases.take('a', first.leaseCounter, 'me');
+      if (!retaken.ok) throw new Error('take');
+      const held = keeper.adopt(retaken.lease, clock.monotonicNow());
+      keeper.reconcile(before);
+      expect(asked).toEqual([]);
+      await store.leases.requestHandoff('a', held.lease.leaseCounter, handoff);
+      keeper.reconcile(await store.leases.list());
+      expect(asked).toEqual(['a:other']);
+      expect(held.isHeld()).toBe(true);
+    });
+
+    // (A steal by the requester itself at the same counter leaves the lease exactly as the completion
+    // would — its owner, no hand-off, the counter one on — and counts as handed over.)
+    it('ends as lost when another worker took the lease before the hand-off completed', async () => {
+      const { clock, keeper, take, store, lost, events } = await setup();
+      const held = keeper.adopt(await take('a'), clock.monotonicNow());
+      await store.leases.requestHandoff('a', held.lease.leaseCounter, handoff);
+      await keeper.renewAll();
+      const current = await store.leases.get('a');
+      await store.leases.take('a', current?.leaseCounter ?? 0, 'third');
+      expect(await keeper.completeHandoff(held, clock.monotonicNow() + 1_000)).toBe(false);
+      expect(lost).toEqual(['a:taken-by-other']);
+      expect(events.some((event) => event.type === 'lease-handoff')).toBe(false);
+    });
+
+    it('retries a completion that failed without an answer, on the stored counter', async () => {
+      const clock = new ManualClock({ monotonic: 0 });
+      const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'handoff' }), {
+        clock,
+      });
+      const { keeper, take, asked } = await setup({ store: faulty, clock });
+      const held = keeper.adopt(await take('a'), 0);
+      await faulty.leases.requestHandoff('a', held.lease.leaseCounter, handoff);
+      await keeper.renewAll();
+      expect(asked).toEqual(['a:other']);
+      // The first attempt applies but its answer is lost; the retry finds it applied.
+      faulty.faults.loseResponseNext(1, ['leases.completeHandoff']);
+      const completing = keeper.completeHandoff(held, 5_000);
+      await clock.advance(100);
+      expect(await completing).toBe(true);
+      expect(await faulty.leases.get('a')).toMatchObject({ owner: 'other', handoff: null });
+    });
+
+    it('gives a completion that keeps failing up at the deadline, without writing', async () => {
+      const clock = new ManualClock({ monotonic: 0 });
+      const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'handoff' }), {
+        clock,
+      });
+      const { keeper, take, lost } = await setup({ store: faulty, clock });
+      const held = keeper.adopt(await take('a'), 0);
+      await faulty.leases.requestHandoff('a', held.lease.leaseCounter, handoff);
+      await keeper.renewAll();
+      faulty.faults.failNext(100, { operations: ['leases.completeHandoff'] });
+      const completing = keeper.completeHandoff(held, 1_000);
+      await clock.advance(2_000);
+      expect(await completing).toBe(false);
+      expect(held.isHeld()).toBe(false);
+      expect(lost).toEqual([]);
+      // Still the owner's in the store, with the request: the requester's timeout steals it.
+      expect(await faulty.leases.get('a')).toMatchObject({ owner: 'me', handoff: { to: 'other' } });
+    });
   });
 });

@@ -3,6 +3,7 @@ import type {
   KclEvent,
   Lease,
   LeaseBatchWriteResult,
+  LeaseHandoff,
   LeaseLossReason,
   LeaseStore,
   LeaseWriteResult,
@@ -25,6 +26,11 @@ export interface LeaseKeeperOptions {
   readonly emit: (event: KclEvent) => void;
   /** Called once when a held lease is lost (not when it is released). */
   readonly onLost: (held: HeldLease, reason: LeaseLossReason) => void;
+  /**
+   * Called once per incarnation when a renewal, checkpoint or listing shows that another worker asked
+   * for the lease (a cooperative hand-off): its consumer should stop and hand it over.
+   */
+  readonly onHandoffRequested?: (held: HeldLease, handoff: LeaseHandoff) => void;
 }
 
 /** What one round of renewals did. */
@@ -347,8 +353,10 @@ export class LeaseKeeper {
   reconcile(listed: readonly Lease[]): void {
     const byKey = new Map(listed.map((lease) => [lease.leaseKey, lease]));
     for (const entry of [...this.#entries.values()]) {
-      if (entry.state !== 'held' || entry.mutex.locked) continue;
+      if (entry.state !== 'held') continue;
       const stored = byKey.get(entry.leaseKey);
+      if (stored !== undefined) this.#noteHandoff(entry, stored);
+      if (entry.mutex.locked) continue;
       if (stored === undefined) {
         this.markLost(entry, 'deleted');
       } else if (stored.leaseCounter > entry.lease.leaseCounter && stored.owner !== this.#options.workerId) {
@@ -409,6 +417,78 @@ export class LeaseKeeper {
     return result?.ok ?? false;
   }
 
+  /** The hand-off another worker asked for on a held lease, or null. */
+  handoffOf(held: HeldLease): LeaseHandoff | null {
+    const entry = this.#entries.get(held.leaseKey);
+    return entry !== undefined && entry === held && entry.state === 'held' ? entry.handoff : null;
+  }
+
+  /**
+   * Ends a hand-off this worker was asked for (its processor has checkpointed): the lease goes to the
+   * requester. A write that fails without an answer is tried again until `retryUntil` (monotonic ms);
+   * one that loses its race means the requester (or another worker) has the lease already — it was
+   * stolen after the hand-off timed out. Returns whether the lease was handed over; either way it is
+   * no longer held here (a lease not handed over expires, or the requester's fallback takes it).
+   */
+  async completeHandoff(held: HeldLease, retryUntil: number): Promise<boolean> {
+    const entry = this.#entries.get(held.leaseKey);
+    if (entry === undefined || entry !== held || entry.state !== 'held' || entry.handoff === null)
+      return false;
+    const { store, workerId, clock, logger } = this.#options;
+    const to = entry.handoff.to;
+    let result: LeaseWriteResult | null = null;
+    for (let attempt = 1; entry.state === 'held'; attempt++) {
+      try {
+        result = await this.write(
+          entry,
+          'complete hand-off',
+          async (lease) => {
+            const completed = await store.leases.completeHandoff(lease.leaseKey, lease.leaseCounter);
+            if (completed.ok || completed.reason !== 'handoff-mismatch') return completed;
+            // The request is gone while the lease is still ours at this counter (only a take or a
+            // release clears one, and both move the counter): give the lease back rather than keep it.
+            return store.leases.release(lease.leaseKey, lease.leaseCounter);
+          },
+          {
+            reflects: (stored) => stored.owner === to && stored.handoff === null,
+            covers: (stored) => stored.owner !== workerId,
+          },
+        );
+        break;
+      } catch (error) {
+        const pause = Math.min(1_000, 50 * 2 ** (attempt - 1));
+        if (clock.monotonicNow() + pause >= retryUntil) {
+          logger.warn('completing a hand-off failed; the lease expires or is taken by its requester', {
+            leaseKey: entry.leaseKey,
+            error,
+          });
+          break;
+        }
+        logger.warn('completing a hand-off failed; retrying', { leaseKey: entry.leaseKey, attempt, error });
+        await clock.sleep(pause);
+      }
+    }
+    const handedOver = result?.ok === true && result.lease.owner === to;
+    if (entry.state === 'held') {
+      entry.state = 'released';
+      entry.controller.abort();
+      this.#entries.delete(entry.leaseKey);
+      if (handedOver) {
+        this.#options.emit({
+          type: 'lease-handoff',
+          workerId,
+          leaseKey: entry.leaseKey,
+          from: workerId,
+          to,
+          step: 'completed',
+        });
+      } else if (result?.ok === true && result.lease.owner === null) {
+        this.#options.emit({ type: 'lease-released', workerId, leaseKey: entry.leaseKey });
+      }
+    }
+    return handedOver;
+  }
+
   /** Forgets a lease without writing (a forced stop): it will expire for the others. */
   abandon(held: HeldLease): void {
     const entry = this.#entries.get(held.leaseKey);
@@ -435,5 +515,25 @@ export class LeaseKeeper {
     entry.lease = lease;
     entry.uncertain = false;
     entry.lastWriteSentAt = Math.max(entry.lastWriteSentAt, sentAt);
+    this.#noteHandoff(entry, lease);
+  }
+
+  /**
+   * A stored copy of a held lease that shows another worker's hand-off request: remembered (once per
+   * incarnation) and announced. A copy older than the incarnation (a listing made before this worker
+   * took the lease) does not count: the take cleared any hand-off.
+   */
+  #noteHandoff(entry: LeaseEntry, stored: Lease): void {
+    const { workerId } = this.#options;
+    const handoff = stored.handoff;
+    if (entry.handoff !== null || handoff === null || entry.state !== 'held') return;
+    if (stored.owner !== workerId || handoff.from !== workerId || handoff.to === workerId) return;
+    if (stored.leaseCounter < entry.firstCounter) return;
+    entry.handoff = handoff;
+    this.#options.logger.info('another worker asked for a lease; handing it over', {
+      leaseKey: entry.leaseKey,
+      to: handoff.to,
+    });
+    this.#options.onHandoffRequested?.(entry, handoff);
   }
 }

@@ -50,4 +50,81 @@ describe('createLeasePlanner', () => {
     expect(plan.take).toEqual([]);
     expect(plan.diagnostics).toMatchObject({ target: 5, neededLeases: 4, leasesToTake: 0 });
   });
+
+  describe('a lease in a hand-off', () => {
+    // me 1, other 3, third 4: 8 leases over 3 workers, target 3. One of third's leases is being
+    // handed over to me.
+    const workers = ['me', 'other', 'third'].map((workerId) => ({
+      workerId,
+      heartbeat: 1,
+      lastHeartbeatAt: new Date(0),
+      metadata: {},
+    }));
+    const inHandoff = (to: string, from = 'third'): Lease[] =>
+      leases({ me: 1, other: 3, third: 4 }).map((lease) =>
+        lease.leaseKey === `shardId-${from}-0` ? { ...lease, handoff: { from, to, deadline: null } } : lease,
+      );
+    const plannerOf = (workerId: string) =>
+      createLeasePlanner({
+        workerId,
+        leaseExpiryMs: 10_000,
+        maxLeasesToSteal: 1,
+        maxLeasesForWorker: Number.POSITIVE_INFINITY,
+        random: () => 0,
+      });
+    const heldBy = (workerId: string, all: readonly Lease[]) =>
+      new Set(all.filter((lease) => lease.owner === workerId).map((lease) => lease.leaseKey));
+
+    it('counts as the requester’s while it waits, so the requester asks for no more than its share', () => {
+      const withHandoff = inHandoff('me');
+      const plan = plannerOf('me').plan({
+        leases: withHandoff,
+        workers,
+        heldLeaseKeys: heldBy('me', withHandoff),
+        now: 0,
+      });
+      // me 2 (with the one coming), third 3: me is one short of the target, but nobody leads it by two.
+      expect(plan.take).toEqual([]);
+      const without = leases({ me: 1, other: 3, third: 4 });
+      const before = plannerOf('me').plan({
+        leases: without,
+        workers,
+        heldLeaseKeys: heldBy('me', without),
+        now: 0,
+      });
+      expect(before.take.map((choice) => [choice.lease.owner, choice.stolen])).toEqual([['third', true]]);
+    });
+
+    it('is not stolen again from its owner by a third worker', () => {
+      // me 2, other 4, third 2 (target 3); other is handing one lease over to third. Counted as third's,
+      // other no longer leads me by two, so I steal nothing; counted as other's, I would steal one.
+      const all = leases({ me: 2, other: 4, third: 2 });
+      const withHandoff = all.map((lease) =>
+        lease.leaseKey === 'shardId-other-0'
+          ? { ...lease, handoff: { from: 'other', to: 'third', deadline: null } }
+          : lease,
+      );
+      const plan = plannerOf('me').plan({
+        leases: withHandoff,
+        workers,
+        heldLeaseKeys: heldBy('me', all),
+        now: 0,
+      });
+      expect(plan.diagnostics.target).toBe(3);
+      expect(plan.take).toEqual([]);
+      const before = plannerOf('me').plan({ leases: all, workers, heldLeaseKeys: heldBy('me', all), now: 0 });
+      expect(before.take.map((choice) => [choice.lease.owner, choice.stolen])).toEqual([['other', true]]);
+    });
+
+    it('still counts as its owner’s for the owner, which does not plan to take it', () => {
+      const withHandoff = inHandoff('me');
+      const plan = plannerOf('third').plan({
+        leases: withHandoff,
+        workers,
+        heldLeaseKeys: heldBy('third', withHandoff),
+        now: 0,
+      });
+      expect(plan.take).toEqual([]);
+    });
+  });
 });

@@ -35,10 +35,24 @@ export interface LeasePlannerOptions {
 }
 
 /**
+ * A lease whose owner was asked to hand it over counts as the requester's: the requester does not
+ * steal beyond its share while it waits, and the others do not steal from the owner what it is
+ * already giving away. The owner itself still counts it as its own until it has handed it over (or it
+ * would plan to take a lease it still holds). A hand-off whose owner stopped renewing is expired like
+ * any lease; the requester's timeout, or whoever takes it first, settles it.
+ */
+function viewedWithHandoff(lease: Lease, workerId: string): Lease {
+  const handoff = lease.handoff;
+  if (handoff === null || handoff.from !== lease.owner || handoff.from === workerId) return lease;
+  return { ...lease, owner: handoff.to };
+}
+
+/**
  * The runtime's view on @kcl/rebalancer. Complete leases are left out: a worker releases a lease once
  * its shard has ended and its children exist, and the cleanup deletes it later, so nobody needs to
  * hold it. A lease the store says this worker owns but this process does not hold (a restart with the
- * same worker id, or a lease given up after a store outage) is offered to it as free.
+ * same worker id, or a lease given up after a store outage) is offered to it as free. A lease in a
+ * hand-off counts as the requester's (`viewedWithHandoff`).
  */
 export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
   const rebalancer = createRebalancer({
@@ -58,7 +72,7 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
         if (isLeaseComplete(lease)) continue;
         byKey.set(lease.leaseKey, lease);
         const stale = lease.owner === options.workerId && !input.heldLeaseKeys.has(lease.leaseKey);
-        view.push(stale ? { ...lease, owner: null } : lease);
+        view.push(stale ? { ...lease, owner: null } : viewedWithHandoff(lease, options.workerId));
       }
       const plan = rebalancer.plan({ leases: view, workers: input.workers, now: input.now });
       const take: Array<{ lease: Lease; stolen: boolean }> = [];

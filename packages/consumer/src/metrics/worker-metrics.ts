@@ -1,4 +1,4 @@
-import type { KclEvent } from '@kcl/core';
+import type { KclEvent, LeaseHandoffStep } from '@kcl/core';
 import { shardIdOfLeaseKey } from '@kcl/core';
 import type { MetricDatum, MetricsLevel, MetricsSink, MetricUnit } from './metrics-sink.js';
 import { isMetricsLevelEnabled } from './metrics-sink.js';
@@ -12,6 +12,15 @@ export interface RebalanceFigures {
   readonly leasesToTake: number;
   readonly target: number;
 }
+
+/** The metric counting each hand-off step (no Java KCL name exists for them). */
+const HANDOFF_METRICS: Readonly<Record<LeaseHandoffStep, string>> = {
+  requested: 'HandoffsRequested',
+  completed: 'HandoffsCompleted',
+  received: 'HandoffsReceived',
+  'fell-back': 'HandoffsFellBack',
+  dropped: 'HandoffsDropped',
+};
 
 /**
  * Turns what a worker does into metrics with the Java KCL's names and dimensions, so existing
@@ -134,9 +143,15 @@ export class WorkerMetrics {
     this.#takenSinceLastRebalance = 0;
   }
 
+  get #handoffDimensions(): Readonly<Record<string, string>> {
+    return { Operation: 'TakeLeases', WorkerIdentifier: this.#workerId };
+  }
+
   /**
    * Metrics that follow from consumer events: `ExpiredIterator` (SUMMARY) and the per-checkpoint
-   * `UpdateLease.Success` (DETAILED), both under `ProcessTask` with the shard. Feed it every event.
+   * `UpdateLease.Success` (DETAILED), both under `ProcessTask` with the shard; the hand-off steps
+   * (`HandoffsRequested`, `HandoffsCompleted`, `HandoffsReceived`, `HandoffsFellBack`,
+   * `HandoffsDropped`, SUMMARY) under `TakeLeases` with the worker. Feed it every event.
    */
   event(event: KclEvent): void {
     switch (event.type) {
@@ -145,6 +160,9 @@ export class WorkerMetrics {
         break;
       case 'checkpoint-written':
         this.#record('UpdateLease.Success', 1, 'Count', this.#shard(event.leaseKey), 'DETAILED');
+        break;
+      case 'lease-handoff':
+        this.#record(HANDOFF_METRICS[event.step], 1, 'Count', this.#handoffDimensions, 'SUMMARY');
         break;
       default:
         break;

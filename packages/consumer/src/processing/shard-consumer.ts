@@ -1,4 +1,4 @@
-import type { Clock, KclEvent, LeaseStore, Logger, RandomSource } from '@kcl/core';
+import type { Clock, KclEvent, LeaseHandoff, LeaseStore, Logger, RandomSource } from '@kcl/core';
 import { type ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
 import { Backoff } from '../backoff.js';
 import { type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
@@ -131,6 +131,22 @@ export class ShardConsumer {
       this.#shutdownDeadline = deadline;
     }
     this.#stop.abort();
+  }
+
+  /**
+   * Another worker asked for the lease: stop as on a graceful stop (the current batch finishes, then
+   * `shutdownRequested`), but hand the lease over instead of releasing it. `shutdownRequested` gets
+   * three quarters of the time left before the requester's deadline (at most `shutdownTimeoutMs`), so
+   * the hand-off completes before the requester gives up waiting and steals the lease.
+   */
+  handOver(handoff: LeaseHandoff): void {
+    const { clock } = this.#deps;
+    if (handoff.deadline === null) {
+      this.requestShutdown();
+      return;
+    }
+    const left = Math.max(0, handoff.deadline.getTime() - clock.now());
+    this.requestShutdown(clock.monotonicNow() + Math.floor((left * 3) / 4));
   }
 
   /** True once the consumer is halting (a stop was asked for, or its lease is gone). */
@@ -304,7 +320,26 @@ export class ShardConsumer {
     return 'shard-ended';
   }
 
-  /** Shutdown: graceful (shutdownRequested, release, leaseLost) or after a loss (leaseLost). */
+  /**
+   * Gives the held lease up at the end of a graceful shutdown: to the worker that asked for it when a
+   * hand-off is in progress (write retries end at its deadline), else back to the store.
+   */
+  async #giveUp(): Promise<void> {
+    const { keeper, held, clock, settings } = this.#deps;
+    const handoff = keeper.handoffOf(held);
+    if (handoff === null) {
+      await keeper.release(held);
+      return;
+    }
+    const left =
+      handoff.deadline === null ? settings.shutdownTimeoutMs : handoff.deadline.getTime() - clock.now();
+    await keeper.completeHandoff(held, clock.monotonicNow() + Math.max(0, left));
+  }
+
+  /**
+   * Shutdown: graceful (shutdownRequested, release — or the hand-off — then leaseLost) or after a loss
+   * (leaseLost).
+   */
   async #finish(): Promise<ShardConsumerOutcome> {
     const deps = this.#deps;
     const processor = this.#processorRun?.processor ?? null;
@@ -330,7 +365,7 @@ export class ShardConsumer {
         logger: deps.logger,
       }));
     }
-    if (!lost) await deps.keeper.release(deps.held);
+    if (!lost) await this.#giveUp();
     if (processor !== null) {
       const leaseLost = async (): Promise<void> => {
         try {

@@ -1,3 +1,4 @@
+import type { LeaseHandoff } from '@kcl/core';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { ShardConsumer, type ShardConsumerContext, type ShardConsumerState } from './shard-consumer.js';
@@ -106,6 +107,17 @@ export class ShardConsumers {
         if (this.#running.get(held.leaseKey)?.consumer === consumer) this.#running.delete(held.leaseKey);
       });
     this.#running.set(held.leaseKey, { consumer, done });
+    const handoff = options.keeper.handoffOf(held);
+    if (handoff !== null) consumer.handOver(handoff);
+  }
+
+  /**
+   * Another worker asked for a held lease: its consumer finishes its batch, checkpoints and hands the
+   * lease over. A consumer started later for the same incarnation sees the request at its start.
+   */
+  handOver(held: HeldLease, handoff: LeaseHandoff): void {
+    const running = this.#running.get(held.leaseKey);
+    if (running !== undefined && running.consumer.held === held) running.consumer.handOver(handoff);
   }
 
   status(): LeaseStatus[] {

@@ -18,6 +18,20 @@ export interface Processed {
   readonly at: number;
 }
 
+/** One `processRecords` call, from its start to its end (wall-clock ms, `performance.now()`). */
+export interface ProcessingInterval {
+  readonly workerId: string;
+  readonly shardId: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** What a fleet test changes in one worker's processor. */
+export interface ProcessorBehaviour {
+  /** Runs at the start of `shutdownRequested`, before its checkpoint (a test may make it wait). */
+  readonly onShutdownRequested?: (shardId: string) => Promise<void>;
+}
+
 /** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
 export const FAST_TIMING = FLEET_TIMINGS.fast;
 
@@ -29,12 +43,15 @@ export interface FleetOptions {
   readonly overrides?: Partial<ConsumerOptions>;
   /** Checkpoint after every batch (default) or never. */
   readonly checkpoint?: boolean;
+  /** How long each `processRecords` call takes (default 0), so that two workers on a shard can overlap. */
+  readonly processingDelayMs?: number;
 }
 
 /** In-process workers sharing a lease store, recording everything they process. */
 export class Fleet {
   readonly processed: Processed[] = [];
   readonly events: KclEvent[] = [];
+  readonly intervals: ProcessingInterval[] = [];
   readonly workers = new Map<string, Consumer>();
   readonly #options: FleetOptions;
 
@@ -42,7 +59,12 @@ export class Fleet {
     this.#options = options;
   }
 
-  async add(workerId: string, overrides: Partial<ConsumerOptions> = {}): Promise<Consumer> {
+  async add(
+    workerId: string,
+    overrides: Partial<ConsumerOptions> = {},
+    behaviour: ProcessorBehaviour = {},
+  ): Promise<Consumer> {
+    const delayMs = this.#options.processingDelayMs ?? 0;
     const consumer = createConsumer({
       streamName: this.#options.streamName,
       applicationName: this.#options.applicationName,
@@ -54,6 +76,8 @@ export class Fleet {
       onEvent: (event) => this.events.push(event),
       processor: (shardId): RecordProcessor => ({
         processRecords: async ({ records, checkpointer }) => {
+          const start = performance.now();
+          if (delayMs > 0 && records.length > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
           for (const record of records) {
             this.processed.push({
               workerId,
@@ -65,11 +89,13 @@ export class Fleet {
             });
           }
           if (this.#options.checkpoint !== false) await checkpointer.checkpoint();
+          if (records.length > 0) this.intervals.push({ workerId, shardId, start, end: performance.now() });
         },
         shardEnded: async ({ checkpointer }) => {
           await checkpointer.checkpoint();
         },
         shutdownRequested: async ({ checkpointer }) => {
+          await behaviour.onShutdownRequested?.(shardId);
           if (this.#options.checkpoint !== false) await checkpointer.checkpoint();
         },
       }),
@@ -112,6 +138,28 @@ export class Fleet {
       else highest.set(record.partitionKey, index);
     }
     return violations;
+  }
+
+  /**
+   * Pairs of `processRecords` calls of different workers on one shard that ran at the same time: a
+   * shard processed by two workers at once.
+   */
+  overlaps(): Array<readonly [ProcessingInterval, ProcessingInterval]> {
+    const found: Array<readonly [ProcessingInterval, ProcessingInterval]> = [];
+    for (const [index, first] of this.intervals.entries()) {
+      for (const second of this.intervals.slice(index + 1)) {
+        if (first.shardId !== second.shardId || first.workerId === second.workerId) continue;
+        if (first.start < second.end && second.start < first.end) found.push([first, second]);
+      }
+    }
+    return found;
+  }
+
+  /** The hand-off steps the fleet's workers reported, as `worker step`. */
+  handoffSteps(): string[] {
+    return this.events.flatMap((event) =>
+      event.type === 'lease-handoff' ? [`${event.workerId} ${event.step}`] : [],
+    );
   }
 
   leasesHeldBy(workerId: string): string[] {
