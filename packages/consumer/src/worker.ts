@@ -64,6 +64,8 @@ export class Worker {
   readonly #shardSync: ShardSync;
   /** The hand-offs this worker asked for and waits on. */
   readonly #handoffs: HandoffRequests;
+  /** Hand-offs being settled right now (read, no longer pending, not yet taken up or dropped). */
+  readonly #settling = new Set<string>();
   #loops: Promise<void>[] = [];
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
@@ -303,6 +305,8 @@ export class Worker {
       workers,
       heldLeaseKeys: new Set(this.#keeper.held().map((held) => held.leaseKey)),
       now,
+      wallNow: clock.now(),
+      waitingHandoffs: new Set([...this.#handoffs.keys(), ...this.#settling]),
     });
     metrics.rebalanced(plan.diagnostics);
     for (const choice of plan.take) {
@@ -310,7 +314,14 @@ export class Worker {
       const { lease, stolen } = choice;
       // A steal from a live owner becomes a hand-off: the owner finishes its batch and checkpoints
       // before the lease moves, so nothing is processed twice nor by two workers at once.
-      if (stolen && options.handoff && lease.owner !== null && lease.owner !== this.workerId) {
+      // A lease already in a hand-off nobody settles (see the planner) is stolen directly.
+      if (
+        stolen &&
+        options.handoff &&
+        lease.owner !== null &&
+        lease.owner !== this.workerId &&
+        lease.handoff === null
+      ) {
         await this.#requestHandoff(lease);
       } else {
         await this.#take(lease, stolen);
@@ -319,8 +330,8 @@ export class Worker {
   }
 
   async #take(lease: Lease, stolen: boolean): Promise<void> {
-    // A hand-off this worker waits on is settled by `#checkHandoffs` alone.
-    if (this.#handoffs.has(lease.leaseKey)) return;
+    // A hand-off this worker waits on, or is settling, is settled by `#checkHandoffs` alone.
+    if (this.#handoffs.has(lease.leaseKey) || this.#settling.has(lease.leaseKey)) return;
     await this.#takeNow(lease, stolen);
   }
 
@@ -383,9 +394,17 @@ export class Worker {
   /** Reads the pending hand-offs; takes over those handed over, steals those that timed out. */
   async #checkHandoffs(): Promise<void> {
     if (this.#handoffs.size === 0) return;
-    for (const outcome of await this.#handoffs.check()) {
-      if (this.#taking.signal.aborted) return;
-      await this.#settleHandoff(outcome);
+    // Until each outcome is settled, a rebalance must not take these leases itself (it would race the
+    // adoption of a lease just handed over).
+    const settling = [...this.#handoffs.keys()];
+    for (const leaseKey of settling) this.#settling.add(leaseKey);
+    try {
+      for (const outcome of await this.#handoffs.check()) {
+        if (this.#taking.signal.aborted) return;
+        await this.#settleHandoff(outcome);
+      }
+    } finally {
+      for (const leaseKey of settling) this.#settling.delete(leaseKey);
     }
   }
 

@@ -190,6 +190,84 @@ describe('planned moves as hand-offs (in process, memory store)', () => {
     expect(fleet.overlaps()).toEqual([]);
   });
 
+  it('releases the lease, instead of handing it over, when the requester stopped before the hand-off completed', async () => {
+    const streamName = await newStream(2);
+    const { fleet } = handoffFleet(streamName, 'requester-stops', { handoffTimeoutMs: 600 });
+    let requesterStopped = false;
+    // w1 checkpoints in shutdownRequested only once w2 has stopped (and left the worker registry).
+    await fleet.add(
+      'w1',
+      {},
+      {
+        onShutdownRequested: async () => {
+          await until(() => requesterStopped, 10_000, 'w2 stopped');
+        },
+      },
+    );
+    await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 holding both leases');
+    const producer = produce(streamName, 's');
+    await until(() => fleet.distinct().size >= 200, 20_000, 'records flowing');
+    await fleet.add('w2');
+    await until(() => fleet.handoffSteps().includes('w2 requested'), 10_000, 'a request');
+    await fleet.workers.get('w2')?.stop();
+    requesterStopped = true;
+    const stoppedAt = Date.now();
+    await until(
+      () => fleet.events.some((event) => event.type === 'lease-released' && event.workerId === 'w1'),
+      10_000,
+      'w1 releasing the lease',
+    );
+    await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 taking it up again');
+    // Released, the lease is free at once: well within the expiry (700) it would otherwise wait for.
+    expect(Date.now() - stoppedAt).toBeLessThan(700);
+    expect(fleet.handoffSteps()).not.toContain('w1 completed');
+    const written = await producer.stop();
+    await until(() => fleet.distinct().size >= written, 20_000, 'all records');
+    await fleet.stopAll();
+    expect(fleet.distinct().size).toBe(written);
+    expect(fleet.duplicates()).toBe(0);
+    expect(fleet.overlaps()).toEqual([]);
+  });
+
+  it('hands the lease over only once a slow shutdownRequested has returned, even past its budget', async () => {
+    const streamName = await newStream(2);
+    const { fleet } = handoffFleet(streamName, 'slow-shutdown', { handoffTimeoutMs: 650 });
+    const returned = new Map<string, number>();
+    // Told to hurry (at four fifths of its budget), w1's shutdownRequested still takes 120 ms more:
+    // past the budget, well before the requester's deadline. w1 checkpoints only there, so a lease
+    // handed over before it returned would make w2 process w1's records again.
+    await fleet.add(
+      'w1',
+      {},
+      {
+        checkpointOnlyOnShutdown: true,
+        onShutdownRequested: async (shardId, signal) => {
+          await until(() => signal?.aborted === true, 10_000, 'the hurry signal');
+          await sleep(120);
+          returned.set(shardId, performance.now());
+        },
+      },
+    );
+    await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 holding both leases');
+    const producer = produce(streamName, 'l');
+    await until(() => fleet.distinct().size >= 200, 20_000, 'records flowing');
+    await fleet.add('w2');
+    await until(() => fleet.leasesHeldBy('w2').length === 1, 10_000, 'w2 holding one lease');
+    const moved = fleet.leasesHeldBy('w2')[0] ?? '';
+    const byW2 = () => fleet.intervals.filter((span) => span.workerId === 'w2' && span.shardId === moved);
+    await until(() => byW2().length > 0, 10_000, 'w2 processing the moved shard');
+    expect(fleet.handoffSteps()).toContain('w1 completed');
+    expect(fleet.handoffSteps()).not.toContain('w2 fell-back');
+    // The new owner's first batch began after the old owner's shutdownRequested had returned.
+    expect(Math.min(...byW2().map((span) => span.start))).toBeGreaterThan(returned.get(moved) ?? Infinity);
+    const written = await producer.stop();
+    await until(() => fleet.distinct().size >= written, 20_000, 'all records');
+    await fleet.stopAll();
+    expect(fleet.distinct().size).toBe(written);
+    expect(fleet.overlaps()).toEqual([]);
+    expect(fleet.duplicates()).toBe(0);
+  });
+
   it('moves the lease within the hand-off timeout when the processor never returns from shutdownRequested', async () => {
     const streamName = await newStream(2);
     const { fleet } = handoffFleet(streamName, 'hanging-shutdown');

@@ -345,7 +345,7 @@ describe('kcl-multilang with the npm aws-kcl child library', () => {
     for (const item of items) expect(item.leaseOwner).toBeUndefined();
   });
 
-  it('hands a lease to a second worker: the first worker’s child gets leaseLost alone and exits', async () => {
+  it('hands a lease to a second worker: the first worker’s child gets shutdownRequested, then leaseLost, and exits', async () => {
     await createStream(aws.kinesis, 'fleet', 2);
     await putRecords(aws.kinesis, 'fleet', records('fleet-a', 20));
     const first = awsKclDaemon('fleet', 'fleet-app', { workerId: 'worker-a' });
@@ -368,10 +368,15 @@ describe('kcl-multilang with the npm aws-kcl child library', () => {
     );
     const moved = second.childEvents().find((event) => event.event === 'initialize')?.shardId;
     const lost = first.childEvents().filter((event) => event.shardId === moved);
-    // A lost lease: no shutdownRequested (no checkpointing is possible any more), leaseLost, then EOF.
+    // A steal is a hand-off: the child is asked to checkpoint (shutdownRequested, as the Java daemon
+    // sends it), the lease moves, then leaseLost and EOF.
     expect(
       lost.map((event) => event.event).filter((event) => event !== 'record' && event !== 'checkpoint'),
-    ).toEqual(['initialize', 'leaseLost']);
+    ).toEqual(['initialize', 'shutdownRequested', 'leaseLost']);
+    // The second worker starts at the first one's final checkpoint: no record of the shard twice.
+    const before = recordData(lost);
+    const after = recordData(second.childEvents().filter((event) => event.shardId === moved));
+    expect([...after].filter((data) => before.has(data))).toEqual([]);
     await Promise.all([first.daemon.stop(), second.daemon.stop()]);
     await Promise.all([first.daemon.stopped(), second.daemon.stopped()]);
     const owners = (await scanTable(aws.dynamo, 'fleet-app')).map((item) => item.leaseOwner?.S ?? null);

@@ -164,7 +164,11 @@ describe.skipIf(!available)('a live migration of a consuming fleet', () => {
     expect(by('migrating-', cutoverEndedAt, Number.POSITIVE_INFINITY)).toBeGreaterThan(0);
     expect(by('target-', 0, Number.POSITIVE_INFINITY)).toBeGreaterThan(0);
     // Checkpoints were carried over exactly, so no record was processed twice either.
-    if (lost.length === 0) expect(fleet.processed().length - processed.size).toBe(0);
+    // (A batch whose checkpoint failed under load is delivered again; only checkpointed batches count.)
+    if (lost.length === 0) {
+      const checkpointed = fleet.checkpointedProcessed();
+      expect(checkpointed.length - new Set(checkpointed).size).toBe(0);
+    }
 
     const source = sourceStore();
     expect((await source.leases.list()).every(isSealedLease)).toBe(true);

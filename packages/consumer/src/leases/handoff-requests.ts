@@ -58,6 +58,11 @@ export class HandoffRequests {
     return this.#pending.has(leaseKey);
   }
 
+  /** The leases this worker waits on. */
+  keys(): IterableIterator<string> {
+    return this.#pending.keys();
+  }
+
   get size(): number {
     return this.#pending.size;
   }

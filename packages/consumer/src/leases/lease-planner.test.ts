@@ -116,6 +116,43 @@ describe('createLeasePlanner', () => {
       expect(before.take.map((choice) => [choice.lease.owner, choice.stolen])).toEqual([['other', true]]);
     });
 
+    it('is the owner’s again once nobody settles it, so a stuck owner’s lease can still be stolen', () => {
+      // The requester no longer waits on its hand-off (its fallback steal failed): without this, the
+      // lease would count as the requester's for ever while the stuck owner keeps renewing it.
+      const withHandoff = inHandoff('me');
+      const waiting = plannerOf('me').plan({
+        leases: withHandoff,
+        workers,
+        heldLeaseKeys: heldBy('me', withHandoff),
+        now: 0,
+        waitingHandoffs: new Set(['shardId-third-0']),
+      });
+      expect(waiting.take).toEqual([]);
+      const abandoned = plannerOf('me').plan({
+        leases: withHandoff,
+        workers,
+        heldLeaseKeys: heldBy('me', withHandoff),
+        now: 0,
+        waitingHandoffs: new Set(),
+      });
+      expect(abandoned.take.map((choice) => [choice.lease.owner, choice.stolen])).toEqual([['third', true]]);
+
+      // Another worker's hand-off past its deadline is the owner's again for everyone else.
+      const all = leases({ me: 2, other: 4, third: 2 });
+      const pastDeadline = all.map((lease) =>
+        lease.leaseKey === 'shardId-other-0'
+          ? { ...lease, handoff: { from: 'other', to: 'third', deadline: new Date(1_000) } }
+          : lease,
+      );
+      const before = { leases: pastDeadline, workers, heldLeaseKeys: heldBy('me', all), now: 0 };
+      expect(plannerOf('me').plan({ ...before, wallNow: 999 }).take).toEqual([]);
+      expect(
+        plannerOf('me')
+          .plan({ ...before, wallNow: 1_001 })
+          .take.map((choice) => [choice.lease.owner, choice.stolen]),
+      ).toEqual([['other', true]]);
+    });
+
     it('still counts as its owner’s for the owner, which does not plan to take it', () => {
       const withHandoff = inHandoff('me');
       const plan = plannerOf('third').plan({

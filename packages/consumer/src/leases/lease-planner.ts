@@ -10,6 +10,17 @@ export interface LeasePlanInput {
   readonly heldLeaseKeys: ReadonlySet<string>;
   /** Monotonic time of the listings. */
   readonly now: number;
+  /**
+   * Wall-clock time of the listings, to tell a hand-off past its deadline (its requester fell back, or
+   * failed to, and will not settle it); absent: no deadline has passed.
+   */
+  readonly wallNow?: number;
+  /**
+   * The hand-offs this worker is waiting on; absent: every hand-off to this worker is waited on. One
+   * it no longer waits on (its fallback steal failed, or it restarted) is the owner's again, so the
+   * next plan can steal it.
+   */
+  readonly waitingHandoffs?: ReadonlySet<string>;
 }
 
 export interface LeasePlan {
@@ -38,13 +49,21 @@ export interface LeasePlannerOptions {
  * A lease whose owner was asked to hand it over counts as the requester's: the requester does not
  * steal beyond its share while it waits, and the others do not steal from the owner what it is
  * already giving away. The owner itself still counts it as its own until it has handed it over (or it
- * would plan to take a lease it still holds). A hand-off whose owner stopped renewing is expired like
- * any lease; the requester's timeout, or whoever takes it first, settles it.
+ * would plan to take a lease it still holds). A hand-off nobody settles any more — past its deadline,
+ * or one this worker asked for and no longer waits on — is the owner's again, so a plan can steal it
+ * (by a direct take, which clears the hand-off) and no lease stays pinned to a stuck owner. A hand-off
+ * whose owner stopped renewing is expired like any lease.
  */
-function viewedWithHandoff(lease: Lease, workerId: string): Lease {
+function viewedWithHandoff(lease: Lease, workerId: string, input: LeasePlanInput): Lease {
   const handoff = lease.handoff;
   if (handoff === null || handoff.from !== lease.owner || handoff.from === workerId) return lease;
-  return { ...lease, owner: handoff.to };
+  const abandoned =
+    handoff.to === workerId
+      ? input.waitingHandoffs !== undefined && !input.waitingHandoffs.has(lease.leaseKey)
+      : handoff.deadline !== null &&
+        input.wallNow !== undefined &&
+        input.wallNow > handoff.deadline.getTime();
+  return abandoned ? lease : { ...lease, owner: handoff.to };
 }
 
 /**
@@ -72,7 +91,7 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
         if (isLeaseComplete(lease)) continue;
         byKey.set(lease.leaseKey, lease);
         const stale = lease.owner === options.workerId && !input.heldLeaseKeys.has(lease.leaseKey);
-        view.push(stale ? { ...lease, owner: null } : viewedWithHandoff(lease, options.workerId));
+        view.push(stale ? { ...lease, owner: null } : viewedWithHandoff(lease, options.workerId, input));
       }
       const plan = rebalancer.plan({ leases: view, workers: input.workers, now: input.now });
       const take: Array<{ lease: Lease; stolen: boolean }> = [];

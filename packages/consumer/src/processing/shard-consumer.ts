@@ -331,9 +331,59 @@ export class ShardConsumer {
       await keeper.release(held);
       return;
     }
+    if (!(await this.#isRegistered(handoff.to))) {
+      // The requester stopped (a graceful stop removes it from the registry): handing the lease to it
+      // would leave the shard idle until the lease expires; released, any worker takes it at once.
+      this.#deps.logger.info('the worker that asked for the lease has stopped; releasing it instead', {
+        leaseKey: this.leaseKey,
+        to: handoff.to,
+      });
+      await keeper.release(held);
+      return;
+    }
     const left =
       handoff.deadline === null ? settings.shutdownTimeoutMs : handoff.deadline.getTime() - clock.now();
     await keeper.completeHandoff(held, clock.monotonicNow() + Math.max(0, left));
+  }
+
+  /** Whether `workerId` is in the worker registry; true when the registry cannot be read. */
+  async #isRegistered(workerId: string): Promise<boolean> {
+    try {
+      const workers = await this.#deps.store.workers.list();
+      return workers.some((worker) => worker.workerId === workerId);
+    } catch (error) {
+      this.#deps.logger.warn('could not read the worker registry before a hand-off', {
+        leaseKey: this.leaseKey,
+        error,
+      });
+      return true;
+    }
+  }
+
+  /**
+   * A `shutdownRequested` still running when its budget ended, during a hand-off: it may still write
+   * its checkpoint, so the lease is not handed over under it. It gets until the requester's deadline;
+   * true when it returned by then (then the hand-off completes after it, and the new owner starts at
+   * its checkpoint). Past the deadline the lease moves anyway, as a steal would move it.
+   */
+  async #awaitOverrun(overrunning: Promise<unknown>): Promise<boolean> {
+    const { keeper, held, clock } = this.#deps;
+    const handoff = keeper.handoffOf(held);
+    if (handoff === null || handoff.deadline === null) return false;
+    const left = handoff.deadline.getTime() - clock.now();
+    if (left <= 0) return false;
+    const timers = new AbortController();
+    try {
+      return await Promise.race([
+        overrunning.then(
+          () => true,
+          () => true,
+        ),
+        clock.sleep(left, timers.signal).then(() => false),
+      ]);
+    } finally {
+      timers.abort();
+    }
   }
 
   /**
@@ -365,6 +415,7 @@ export class ShardConsumer {
         logger: deps.logger,
       }));
     }
+    if (!lost && overrunning !== null && (await this.#awaitOverrun(overrunning))) overrunning = null;
     if (!lost) await this.#giveUp();
     if (processor !== null) {
       const leaseLost = async (): Promise<void> => {

@@ -28,8 +28,13 @@ export interface ProcessingInterval {
 
 /** What a fleet test changes in one worker's processor. */
 export interface ProcessorBehaviour {
-  /** Runs at the start of `shutdownRequested`, before its checkpoint (a test may make it wait). */
-  readonly onShutdownRequested?: (shardId: string) => Promise<void>;
+  /**
+   * Runs at the start of `shutdownRequested`, before its checkpoint (a test may make it wait); `signal`
+   * aborts when it should hurry.
+   */
+  readonly onShutdownRequested?: (shardId: string, signal: AbortSignal | undefined) => Promise<void>;
+  /** Checkpoint only in `shutdownRequested`, never after a batch. */
+  readonly checkpointOnlyOnShutdown?: boolean;
 }
 
 /** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
@@ -88,14 +93,16 @@ export class Fleet {
               at: Date.now(),
             });
           }
-          if (this.#options.checkpoint !== false) await checkpointer.checkpoint();
+          if (this.#options.checkpoint !== false && behaviour.checkpointOnlyOnShutdown !== true) {
+            await checkpointer.checkpoint();
+          }
           if (records.length > 0) this.intervals.push({ workerId, shardId, start, end: performance.now() });
         },
         shardEnded: async ({ checkpointer }) => {
           await checkpointer.checkpoint();
         },
-        shutdownRequested: async ({ checkpointer }) => {
-          await behaviour.onShutdownRequested?.(shardId);
+        shutdownRequested: async ({ checkpointer, signal }) => {
+          await behaviour.onShutdownRequested?.(shardId, signal);
           if (this.#options.checkpoint !== false) await checkpointer.checkpoint();
         },
       }),

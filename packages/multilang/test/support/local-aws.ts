@@ -20,7 +20,9 @@ export async function startLocalAws(): Promise<LocalAws> {
     startKinesisLocal({
       durations: { createStream: 50, splitShard: 50, mergeShards: 50, updateShardCount: 50 },
     }),
-    startDynalite(),
+    // In a child process: a forced stop can leave a request in flight when the tests end, and an
+    // in-process dynalite throws on it once closed.
+    startDynalite({ separateProcess: true }),
   ]);
   const kinesis = localKinesisClient(kinesisEmulator);
   const dynamo = new DynamoDBClient({

@@ -7,6 +7,8 @@ import { concurrentOwners, FLEET_TIMINGS, type ProcessingSpan } from '@kcl/testk
 /** One processRecords call: who processed which records of which shard, and when (ms since the test began). */
 export interface ProcessedBatch extends ProcessingSpan {
   readonly data: readonly string[];
+  /** Its checkpoint succeeded: a batch whose checkpoint failed is delivered again (at least once). */
+  checkpointed: boolean;
 }
 
 /** Short timings, so hand-overs and expiries happen within a test: the testkit's `fast` preset. */
@@ -51,8 +53,17 @@ export class Fleet {
           // store applied it (a timeout under load) must not make the records look unprocessed.
           const startedAt = this.now();
           const data = records.map((record) => Buffer.from(record.data).toString());
-          this.batches.push({ workerId, shardId, data, startedAt, endedAt: this.now() });
+          const batch: ProcessedBatch = {
+            workerId,
+            shardId,
+            data,
+            startedAt,
+            endedAt: this.now(),
+            checkpointed: false,
+          };
+          this.batches.push(batch);
           await checkpointer.checkpoint();
+          batch.checkpointed = true;
         },
         shardEnded: async ({ checkpointer }) => {
           await checkpointer.checkpoint();
@@ -79,6 +90,11 @@ export class Fleet {
 
   processed(): string[] {
     return this.batches.flatMap((batch) => batch.data);
+  }
+
+  /** The records of the batches whose checkpoint succeeded: each once, unless a lease moved uncheckpointed. */
+  checkpointedProcessed(): string[] {
+    return this.batches.filter((batch) => batch.checkpointed).flatMap((batch) => batch.data);
   }
 
   distinct(): Set<string> {
