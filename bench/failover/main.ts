@@ -15,6 +15,8 @@ import { FLEET_TIMINGS, type FleetTiming, startKinesisLocal, waitUntil } from '@
 import { createStream, localKinesisClient, putRecords } from '@kcl/testkit/kinesis';
 
 const { values } = parseArgs({
+  // `pnpm … bench:x -- --flag` passes the `--` through.
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
   options: { rounds: { type: 'string', default: '3' }, profile: { type: 'string', default: 'fast' } },
 });
 const rounds = Number(values.rounds);

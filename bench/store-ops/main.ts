@@ -132,7 +132,8 @@ function rotate<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
-const options = parseOptions(process.argv.slice(2));
+// `pnpm … bench:store-ops -- --flag` passes the `--` through.
+const options = parseOptions(process.argv.slice(2).filter((arg) => arg !== '--'));
 const startedAt = new Date();
 const started = performance.now();
 const loadAtStart = loadAverage();

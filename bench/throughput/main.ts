@@ -10,6 +10,8 @@ import { createMemoryLeaseStore, startKinesisLocal } from '@kcl/testkit';
 import { createStream, localKinesisClient, putRecords } from '@kcl/testkit/kinesis';
 
 const { values } = parseArgs({
+  // `pnpm … bench:x -- --flag` passes the `--` through.
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
   options: {
     records: { type: 'string', default: '6000' },
     shards: { type: 'string', default: '1,4,16' },
