@@ -8,10 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fleet } from './support/fleet.js';
 import {
   createStream,
+  indexOf,
   type LocalKinesis,
   mergeShards,
   openShards,
   putRecords,
+  records,
   splitShard,
   startLocalKinesis,
   until,
@@ -32,14 +34,6 @@ async function newStream(shards: number): Promise<string> {
   await createStream(kinesis.client, name, shards);
   return name;
 }
-
-function records(prefix: string, count: number, keys: number, offset = 0) {
-  return Array.from({ length: count }, (_, index) => ({
-    partitionKey: `key-${(offset + index) % keys}`,
-    data: `${prefix}-${offset + index}`,
-  }));
-}
-const indexOf = (data: string): number => Number(data.slice(data.lastIndexOf('-') + 1));
 
 function memoryFleet(streamName: string, applicationName: string, options: { checkpoint?: boolean } = {}) {
   const table = new MemoryLeaseTable();

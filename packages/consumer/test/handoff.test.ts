@@ -2,7 +2,15 @@ import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from '../src/index.js';
 import { FAST_TIMING, Fleet } from './support/fleet.js';
-import { createStream, type LocalKinesis, putRecords, startLocalKinesis, until } from './support/kinesis.js';
+import {
+  createStream,
+  indexOf,
+  type LocalKinesis,
+  putRecords,
+  records,
+  startLocalKinesis,
+  until,
+} from './support/kinesis.js';
 
 // Planned moves (steals) as cooperative hand-offs, in process: workers on one memory table, real
 // runtime, kinesis-local. FAST_TIMING: renew 200, expiry 700, rebalance 150 (±25%); the hand-off
@@ -24,13 +32,6 @@ async function newStream(shards: number): Promise<string> {
   return name;
 }
 
-function records(prefix: string, count: number, keys: number, offset = 0) {
-  return Array.from({ length: count }, (_, index) => ({
-    partitionKey: `key-${(offset + index) % keys}`,
-    data: `${prefix}-${offset + index}`,
-  }));
-}
-const indexOf = (data: string): number => Number(data.slice(data.lastIndexOf('-') + 1));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A fleet on one memory table whose processors take `processingDelayMs` per batch. */

@@ -28,3 +28,14 @@ export async function startLocalKinesis(): Promise<LocalKinesis> {
     },
   };
 }
+
+/** `count` records `prefix-N` (N from `offset`) over `keys` partition keys. */
+export function records(prefix: string, count: number, keys: number, offset = 0) {
+  return Array.from({ length: count }, (_, index) => ({
+    partitionKey: `key-${(offset + index) % keys}`,
+    data: `${prefix}-${offset + index}`,
+  }));
+}
+
+/** The N of a record written by `records` (`prefix-N`). */
+export const indexOf = (data: string): number => Number(data.slice(data.lastIndexOf('-') + 1));
