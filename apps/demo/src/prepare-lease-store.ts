@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type LeaseStoreLocation, redactUrl } from '@kcl/stores';
+import { type LeaseStoreLocation, openLeaseStore, redactUrl } from '@kcl/stores';
 import { startDynalite } from '@kcl/testkit';
 import pg from 'pg';
 import type { DemoOptions } from './demo-options.js';
@@ -26,12 +26,19 @@ export async function prepareLeaseStore(
   runDirectory: string,
 ): Promise<PreparedLeaseStore> {
   switch (options.store) {
-    case 'sqlite':
-      // The file lives in the run directory, which is removed at the end unless --keep.
-      return {
-        location: { kind: 'sqlite', file: join(runDirectory, 'leases.db') },
-        teardown: async () => {},
-      };
+    case 'sqlite': {
+      // The file lives in the run directory, which is removed at the end unless --keep. Created here,
+      // in WAL mode with its tables, before the workers start, so they do not all create it at once.
+      const location = { kind: 'sqlite', file: join(runDirectory, 'leases.db') } as const;
+      // The schema is the same for every application sharing the file.
+      const store = await openLeaseStore(location, { applicationName: 'kcl-demo' });
+      try {
+        await store.admin.ensureSchema();
+      } finally {
+        await store.close();
+      }
+      return { location, teardown: async () => {} };
+    }
     case 'postgres':
       return createPostgresDatabase(options.postgresUrl);
     case 'dynamo-local': {
