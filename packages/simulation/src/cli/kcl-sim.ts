@@ -7,7 +7,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { runFleetSimulation } = await import('../fleet-simulation.js');
 const { PROCESSOR_KINDS } = await import('../simulated-processors.js');
 
-const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--story] [--quiet]
+const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--story]
 
   --seed N         run one seed and print its story (what was scheduled and what the fleet did)
   --from A --to B  run seeds A..B (inclusive); a failing seed prints its story
