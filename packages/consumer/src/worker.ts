@@ -21,6 +21,7 @@ import type { LeasePlanner } from './leases/lease-planner.js';
 import { runRenewalLoop } from './leases/renewal-loop.js';
 import { ShardSync } from './leases/shard-sync.js';
 import type { WorkerMetrics } from './metrics/worker-metrics.js';
+import { Mutex } from './mutex.js';
 import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
 import { type LeaseStatus, ShardConsumers } from './processing/shard-consumers.js';
 import { shardConsumerSettings } from './processing/shard-run.js';
@@ -66,10 +67,14 @@ export class Worker {
   readonly #handoffs: HandoffRequests;
   /** Hand-offs being settled right now (read, no longer pending, not yet taken up or dropped). */
   readonly #settling = new Set<string>();
+  /** One check of the pending hand-offs at a time (the periodic check, and a graceful stop's). */
+  readonly #handoffCheck = new Mutex();
   #loops: Promise<void>[] = [];
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
   #stopping = false;
+  /** Set when a graceful stop leaves the worker registry early: no more heartbeats. */
+  #leaving = false;
 
   constructor(deps: WorkerDependencies) {
     this.#deps = deps;
@@ -208,6 +213,7 @@ export class Worker {
         this.#initializing.catch(() => undefined),
       );
     }
+    const draining = graceful ? this.#drainHandoffs(deadline) : Promise.resolve(this.#handoffs.clear());
     const consumers = this.#consumers.running();
     if (graceful) {
       // Leave time for the releases after shutdownRequested.
@@ -225,6 +231,7 @@ export class Worker {
     } else {
       for (const held of this.#keeper.held()) this.#keeper.abandon(held);
     }
+    if (graceful) await within(clock, remaining(), draining);
     this.#renewing.abort();
     if (graceful) await within(clock, remaining(), Promise.allSettled(this.#loops));
     else await Promise.allSettled(this.#loops);
@@ -273,6 +280,7 @@ export class Worker {
       random,
       onRound: (round, held, durationMs) => metrics.renewed(round, held, durationMs),
       onStoreError: (operation, error) => this.#storeError(operation, error),
+      heartbeating: () => !this.#leaving,
       signal: this.#renewing.signal,
     });
   }
@@ -290,6 +298,7 @@ export class Worker {
     const { store, clock, planner, metrics, options } = this.#deps;
     let leases: Lease[];
     let workers: WorkerRecord[];
+    const listedAt = clock.monotonicNow();
     try {
       [leases, workers] = await Promise.all([store.leases.list(), store.workers.list()]);
     } catch (error) {
@@ -299,6 +308,7 @@ export class Worker {
     if (this.#taking.signal.aborted) return;
     this.#keeper.reconcile(leases);
     this.#consumers.reconcile(this.#keeper.held());
+    if (options.handoff) this.#adoptHandoffs(leases, listedAt);
     const now = clock.monotonicNow();
     const plan = planner.plan({
       leases,
@@ -391,27 +401,74 @@ export class Worker {
     this.#handoffEvent(lease.leaseKey, from, 'requested');
   }
 
+  /**
+   * Hand-offs to this worker that the listing shows and nobody here waits on (asked for before a
+   * restart under the same worker id, or by a request whose answer was lost) are waited on like its
+   * own: taking such a lease directly would move it while its owner is handing it over.
+   */
+  #adoptHandoffs(leases: readonly Lease[], listedAt: number): void {
+    for (const lease of leases) {
+      if (this.#settling.has(lease.leaseKey) || this.#keeper.get(lease.leaseKey) !== undefined) continue;
+      if (!this.#handoffs.adopt(lease, listedAt)) continue;
+      this.#deps.logger.info('waiting on a hand-off asked for earlier', {
+        leaseKey: lease.leaseKey,
+        from: lease.owner,
+      });
+    }
+  }
+
   /** Reads the pending hand-offs; takes over those handed over, steals those that timed out. */
-  async #checkHandoffs(): Promise<void> {
+  #checkHandoffs(): Promise<void> {
+    return this.#handoffCheck.run(() => this.#checkHandoffsNow());
+  }
+
+  async #checkHandoffsNow(): Promise<void> {
     if (this.#handoffs.size === 0) return;
     // Until each outcome is settled, a rebalance must not take these leases itself (it would race the
     // adoption of a lease just handed over).
     const settling = [...this.#handoffs.keys()];
     for (const leaseKey of settling) this.#settling.add(leaseKey);
     try {
-      for (const outcome of await this.#handoffs.check()) {
-        if (this.#taking.signal.aborted) return;
-        await this.#settleHandoff(outcome);
-      }
+      for (const outcome of await this.#handoffs.check()) await this.#settleHandoff(outcome);
     } finally {
       for (const leaseKey of settling) this.#settling.delete(leaseKey);
     }
   }
 
+  /**
+   * A graceful stop while this worker waits on hand-offs: it leaves the worker registry at once, so
+   * an owner that checks it from now on releases the lease instead of handing it over. A completion
+   * already on its way (its owner read the registry earlier) is caught here: until every pending
+   * hand-off is settled (at most its timeout, and the stop's `deadline`), they are read, and a lease
+   * handed over is released at once — any worker takes it up at the owner's checkpoint instead of
+   * after its expiry. One that timed out is not stolen.
+   */
+  async #drainHandoffs(deadline: number): Promise<void> {
+    const { clock, options, store, logger } = this.#deps;
+    if (this.#handoffs.size === 0) return;
+    this.#leaving = true;
+    await within(
+      clock,
+      Math.max(0, deadline - clock.monotonicNow()),
+      store.workers.remove(this.workerId).catch((error: unknown) => {
+        logger.warn('could not remove the worker from the registry', { error });
+      }),
+    );
+    while (this.#handoffs.size > 0) {
+      await this.#checkHandoffs().catch((error: unknown) =>
+        this.#storeError('read a lease asked for', error),
+      );
+      const left = deadline - clock.monotonicNow();
+      if (this.#handoffs.size === 0 || left <= 0) break;
+      await clock.sleep(Math.min(options.handoffPollIntervalMs, left));
+    }
+    this.#handoffs.clear();
+  }
+
   async #settleHandoff(outcome: HandoffOutcome): Promise<void> {
     const { logger } = this.#deps;
     if (outcome.kind === 'dropped') {
-      this.#handoffEvent(outcome.leaseKey, outcome.from, 'dropped');
+      if (outcome.confirmed) this.#handoffEvent(outcome.leaseKey, outcome.from, 'dropped');
       return;
     }
     const { lease, from } = outcome;
@@ -424,11 +481,14 @@ export class Worker {
         });
         return;
       }
+      // A stopping worker gives it straight back (`#consume`).
       if (await this.#consume(lease, outcome.writeSentAt, from, true)) {
         this.#handoffEvent(lease.leaseKey, from, 'received');
       }
       return;
     }
+    // A stopping worker does not steal: the owner may still be in `shutdownRequested`.
+    if (this.#taking.signal.aborted) return;
     logger.warn('a hand-off was not completed in time; stealing the lease', {
       leaseKey: lease.leaseKey,
       from,

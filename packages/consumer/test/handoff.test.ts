@@ -1,3 +1,4 @@
+import { interceptLeaseStore } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from '../src/index.js';
@@ -222,6 +223,58 @@ describe('planned moves as hand-offs (in process, memory store)', () => {
     // Released, the lease is free at once: well within the expiry (700) it would otherwise wait for.
     expect(Date.now() - stoppedAt).toBeLessThan(700);
     expect(fleet.handoffSteps()).not.toContain('w1 completed');
+    const written = await producer.stop();
+    await until(() => fleet.distinct().size >= written, 20_000, 'all records');
+    await fleet.stopAll();
+    expect(fleet.distinct().size).toBe(written);
+    expect(fleet.duplicates()).toBe(0);
+    expect(fleet.overlaps()).toEqual([]);
+  });
+
+  it('gives a lease handed over while the requester stops straight back, not leaving it to expire', async () => {
+    const streamName = await newStream(2);
+    const applicationName = 'requester-stopping';
+    const table = new MemoryLeaseTable();
+    // w1's completion lands 150 ms after it was sent (within the store call timeout, 200), and w2 is stopped in between: w1 read the
+    // registry (w2 still in it) before w2's stop began, so the lease becomes w2's while w2 stops.
+    let completing = false;
+    const slowCompletion = (workerId: string) => {
+      const store = createMemoryLeaseStore({ applicationName, table });
+      if (workerId !== 'w1') return store;
+      return interceptLeaseStore(store, async (operation, options, call) => {
+        if (operation !== 'leases.completeHandoff') return call(options);
+        completing = true;
+        await sleep(150);
+        return call(options);
+      });
+    };
+    const fleet = new Fleet({
+      streamName,
+      applicationName,
+      newClient: kinesis.newClient,
+      store: slowCompletion,
+      processingDelayMs: 60,
+      overrides: { leaseExpiryMs: 3_000, handoffTimeoutMs: 1_500 },
+    });
+    const store = createMemoryLeaseStore({ applicationName, table });
+    await fleet.add('w1');
+    await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 holding both leases');
+    const producer = produce(streamName, 'g');
+    await until(() => fleet.distinct().size >= 200, 20_000, 'records flowing');
+    await fleet.add('w2');
+    await until(() => fleet.handoffSteps().includes('w2 requested'), 10_000, 'a request');
+    const asked = fleet.events.flatMap((event) =>
+      event.type === 'lease-handoff' && event.step === 'requested' ? [event.leaseKey] : [],
+    )[0];
+    await until(() => completing, 10_000, 'w1 completing the hand-off');
+    await fleet.workers.get('w2')?.stop();
+    // The stop waited for the hand-off and gave the lease back: it is nobody's, or w1's again.
+    expect(fleet.handoffSteps()).toContain('w1 completed');
+    expect((await store.leases.get(asked ?? ''))?.owner).not.toBe('w2');
+    const stoppedAt = Date.now();
+    await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 taking it up again');
+    // Well within the expiry (3 000) that a lease left with the stopped w2 would wait for.
+    expect(Date.now() - stoppedAt).toBeLessThan(1_500);
     const written = await producer.stop();
     await until(() => fleet.distinct().size >= written, 20_000, 'all records');
     await fleet.stopAll();

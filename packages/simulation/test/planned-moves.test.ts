@@ -30,34 +30,42 @@ class Processing {
 
   /**
    * A processor for `workerId` whose batches take `batchMs` of the worker's own time (a crash freezes
-   * it) and checkpoint; `onShutdownRequested` runs before the last checkpoint.
+   * it) and checkpoint; `onShutdownRequested` runs before the last checkpoint. With
+   * `checkpointBatches` false it checkpoints only there, at the last record it handled (a batch that
+   * returned after the stop began counts as unfinished for a checkpoint without arguments).
    */
   processor(
     workerId: string,
     clock: () => Clock,
     batchMs: number,
     onShutdownRequested: () => Promise<void> = async () => {},
+    checkpointBatches = true,
   ): RecordProcessorFactory {
-    return (shardId): RecordProcessor => ({
-      processRecords: async ({ records, checkpointer }) => {
-        if (records.length === 0) return;
-        const start = this.scenario.clock.monotonicNow();
-        await clock().sleep(batchMs);
-        for (const record of records) {
-          const label = text(record);
-          this.handled.set(label, (this.handled.get(label) ?? 0) + 1);
-        }
-        this.intervals.push({ workerId, shardId, start, end: this.scenario.clock.monotonicNow() });
-        await checkpointer.checkpoint().catch(() => undefined);
-      },
-      shutdownRequested: async ({ checkpointer }) => {
-        await onShutdownRequested();
-        await checkpointer.checkpoint().catch(() => undefined);
-      },
-      shardEnded: async ({ checkpointer }) => {
-        await checkpointer.checkpoint();
-      },
-    });
+    return (shardId): RecordProcessor => {
+      let lastHandled: KinesisRecord | null = null;
+      return {
+        processRecords: async ({ records, checkpointer }) => {
+          if (records.length === 0) return;
+          const start = this.scenario.clock.monotonicNow();
+          await clock().sleep(batchMs);
+          for (const record of records) {
+            const label = text(record);
+            this.handled.set(label, (this.handled.get(label) ?? 0) + 1);
+          }
+          lastHandled = records.at(-1) ?? lastHandled;
+          this.intervals.push({ workerId, shardId, start, end: this.scenario.clock.monotonicNow() });
+          if (checkpointBatches) await checkpointer.checkpoint().catch(() => undefined);
+        },
+        shutdownRequested: async ({ checkpointer }) => {
+          await onShutdownRequested();
+          const at = checkpointBatches ? undefined : lastHandled?.sequenceNumber;
+          await checkpointer.checkpoint(at).catch(() => undefined);
+        },
+        shardEnded: async ({ checkpointer }) => {
+          await checkpointer.checkpoint();
+        },
+      };
+    };
   }
 
   get duplicates(): number {
@@ -193,4 +201,95 @@ describe('planned moves', () => {
     expect(processing.duplicates).toBe(0);
     expect(processing.overlaps()).toEqual([]);
   });
+
+  it('gives back a lease handed over while its requester stops gracefully', async () => {
+    const scenario = new Scenario({ shards: 2, seed: 13 });
+    const processing = new Processing(scenario);
+    let producing = true;
+    const produced = produce(scenario, () => producing);
+    let w1Clock: Clock | null = null;
+    const first = scenario.worker('W1', {
+      ...TIMINGS,
+      processor: processing.processor('W1', () => w1Clock as Clock, 100),
+    });
+    w1Clock = first.clock;
+    await scenario.run(3_000);
+    let w2Clock: Clock | null = null;
+    const second = scenario.worker('W2', {
+      ...TIMINGS,
+      processor: processing.processor('W2', () => w2Clock as Clock, 100),
+    });
+    w2Clock = second.clock;
+    // W1's completion takes 400 ms to reach the store: W2 stops in between, after W1 read the registry.
+    first.storeFaults.hangNext(1, 400, ['leases.completeHandoff']);
+    const completing = () =>
+      first.storeFaults.calls('leases.completeHandoff') > 0 || handoffSteps(first).includes('W1 completed');
+    expect(await scenario.runUntil(completing, 10_000, 10)).toBe(true);
+    const [leaseKey = ''] = second.events.flatMap((event) =>
+      event.type === 'lease-handoff' && event.step === 'requested' ? [event.leaseKey] : [],
+    );
+    const stopTook = await scenario.timed(second.consumer.stop(), 10_000);
+    expect(stopTook).not.toBeNull();
+    expect(handoffSteps(first)).toContain('W1 completed');
+    // Given back at once: not left to expire (3 s) with a worker that has stopped.
+    expect(scenario.lease(leaseKey)?.owner).not.toBe('W2');
+    expect(await scenario.runUntil(() => first.consumer.status().leases.length === 2, 1_500)).toBe(true);
+    producing = false;
+    await scenario.run(100);
+    const total = await produced;
+    await scenario.runUntil(() => processing.handled.size >= total, 20_000);
+    expect(processing.handled.size).toBe(total);
+    expect(processing.duplicates).toBe(0);
+    expect(processing.overlaps()).toEqual([]);
+  });
+
+  it('waits on a request whose answer was lost instead of taking the lease while its owner hands it over', async () => {
+    const { duplicates, steps } = await lostRequestAnswer(1);
+    // A guard more than a reproduction: the planner's pause before a second steal mostly lets W1
+    // finish first; HandoffRequests' own tests pin the lost answer down.
+    expect(steps).toEqual(['W1 completed', 'W2 received']);
+    expect(steps).not.toContain('W2 fell-back');
+    expect(duplicates).toBe(0);
+  });
 });
+
+/**
+ * W1 checkpoints only in shutdownRequested (300 ms); W2 joins and its first hand-off request
+ * applies but the answer is lost. Taking that lease directly while W1 hands it over would replay
+ * everything W1 processed since it took the lease.
+ */
+async function lostRequestAnswer(seed: number) {
+  const scenario = new Scenario({ shards: 2, seed });
+  const processing = new Processing(scenario);
+  let producing = true;
+  const produced = produce(scenario, () => producing);
+  let w1Clock: Clock | null = null;
+  const first = scenario.worker('W1', {
+    ...TIMINGS,
+    processor: processing.processor(
+      'W1',
+      () => w1Clock as Clock,
+      150,
+      async () => (w1Clock as Clock).sleep(300),
+      false,
+    ),
+  });
+  w1Clock = first.clock;
+  await scenario.run(3_000);
+  let w2Clock: Clock | null = null;
+  const second = scenario.worker('W2', {
+    ...TIMINGS,
+    processor: processing.processor('W2', () => w2Clock as Clock, 150),
+  });
+  w2Clock = second.clock;
+  second.storeFaults.loseResponseNext(1, ['leases.requestHandoff']);
+  const held = (worker: ScenarioWorker) => worker.consumer.status().leases.length;
+  expect(await scenario.runUntil(() => held(first) === 1 && held(second) === 1, 20_000)).toBe(true);
+  await scenario.run(3_000);
+  producing = false;
+  await scenario.run(100);
+  const total = await produced;
+  await scenario.runUntil(() => processing.handled.size >= total, 20_000);
+  expect(processing.handled.size).toBe(total);
+  return { duplicates: processing.duplicates, steps: handoffSteps(first, second) };
+}

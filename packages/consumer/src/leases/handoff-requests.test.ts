@@ -74,10 +74,14 @@ describe('HandoffRequests', () => {
     const { requests, lease, store, current } = await setup();
     await requests.request(lease);
     await store.leases.take('a', (await current()).leaseCounter, 'third');
-    expect(await requests.check()).toEqual([{ kind: 'dropped', from: 'owner', leaseKey: 'a' }]);
+    expect(await requests.check()).toEqual([
+      { kind: 'dropped', from: 'owner', leaseKey: 'a', confirmed: true },
+    ]);
     await requests.request(await current());
     await store.leases.delete('a');
-    expect(await requests.check()).toEqual([{ kind: 'dropped', from: 'third', leaseKey: 'a' }]);
+    expect(await requests.check()).toEqual([
+      { kind: 'dropped', from: 'third', leaseKey: 'a', confirmed: true },
+    ]);
   });
 
   it('keeps a request through failed reads, for at most the lease expiry past its timeout', async () => {
@@ -89,6 +93,53 @@ describe('HandoffRequests', () => {
     expect(await requests.check()).toEqual([]);
     expect(readErrors).toEqual(['a']);
     await clock.advance(1);
-    expect(await requests.check()).toEqual([{ kind: 'dropped', from: 'owner', leaseKey: 'a' }]);
+    expect(await requests.check()).toEqual([
+      { kind: 'dropped', from: 'owner', leaseKey: 'a', confirmed: true },
+    ]);
+  });
+
+  it('waits on a request whose answer was lost, and forgets one that never applied', async () => {
+    const faulty = createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'requests' }));
+    const { requests, lease, current } = await setup(faulty);
+    // Applied, then the answer lost: the lease is asked for, so it is waited on like any request.
+    faulty.faults.loseResponseNext(1, ['leases.requestHandoff']);
+    await expect(requests.request(lease)).rejects.toThrow(/lost response/);
+    expect(requests.has('a')).toBe(true);
+    expect((await current()).handoff?.to).toBe('me');
+    expect(await requests.check()).toEqual([]);
+
+    // Failed before it reached the store: waited on until a read shows no such request.
+    const other = await setup(
+      createFaultyLeaseStore(createMemoryLeaseStore({ applicationName: 'requests' })),
+    );
+    const otherStore = other.store as ReturnType<typeof createFaultyLeaseStore>;
+    otherStore.faults.failNext(1, { operations: ['leases.requestHandoff'] });
+    await expect(other.requests.request(other.lease)).rejects.toThrow(/injected outage/);
+    expect(other.requests.has('a')).toBe(true);
+    expect(await other.requests.check()).toEqual([
+      { kind: 'dropped', from: 'owner', leaseKey: 'a', confirmed: false },
+    ]);
+  });
+
+  it('adopts a listed hand-off to it that nobody here waits on, its timeout counted from the deadline', async () => {
+    const { clock, requests, lease, store, current } = await setup();
+    // Asked for before a restart: the deadline is 400 ms ahead, so the timeout ends in 400 ms.
+    const asked = await store.leases.requestHandoff('a', lease.leaseCounter, {
+      from: 'owner',
+      to: 'me',
+      deadline: new Date(clock.now() + 400),
+    });
+    if (!asked.ok) throw new Error('request');
+    expect(requests.adopt(await current(), clock.monotonicNow())).toBe(true);
+    expect(requests.adopt(await current(), clock.monotonicNow())).toBe(false);
+    await clock.advance(399);
+    expect(await requests.check()).toEqual([]);
+    await clock.advance(1);
+    expect(await requests.check()).toEqual([{ kind: 'timed-out', from: 'owner', lease: await current() }]);
+    // Not adopted: a lease without a hand-off, or a hand-off to another worker.
+    expect(requests.adopt(lease, 0)).toBe(false);
+    expect(requests.adopt({ ...lease, handoff: { from: 'owner', to: 'third', deadline: null } }, 0)).toBe(
+      false,
+    );
   });
 });

@@ -24,6 +24,8 @@ interface PendingHandoff {
    * safe start of the lease's expiry once it is ours.
    */
   lastSeenPendingAt: number;
+  /** False while the request's own write failed and no read has shown it applied yet. */
+  confirmed: boolean;
 }
 
 /** What became of a pending hand-off at a check. */
@@ -39,7 +41,13 @@ export type HandoffOutcome =
   /** Not handed over within the timeout: steal it (take at `lease.leaseCounter`). */
   | { readonly kind: 'timed-out'; readonly from: string; readonly lease: Lease }
   /** Someone else has the lease, or it is free or gone: nothing to wait for. */
-  | { readonly kind: 'dropped'; readonly from: string; readonly leaseKey: string };
+  | {
+      readonly kind: 'dropped';
+      readonly from: string;
+      readonly leaseKey: string;
+      /** False for a request whose write failed and was never seen applied (nothing was asked). */
+      readonly confirmed: boolean;
+    };
 
 /**
  * The hand-offs a worker asked for (ARCHITECTURE §4): each is read on every `check` until the owner
@@ -76,17 +84,60 @@ export class HandoffRequests {
     const from = lease.owner;
     if (from === null || from === workerId || this.#pending.has(lease.leaseKey)) return false;
     const requestedAt = clock.monotonicNow();
-    const result = await store.leases.requestHandoff(lease.leaseKey, lease.leaseCounter, {
-      from,
-      to: workerId,
-      deadline: new Date(clock.now() + timeoutMs),
-    });
-    if (!result.ok) return false;
-    this.#pending.set(lease.leaseKey, {
+    const pending: PendingHandoff = {
       leaseKey: lease.leaseKey,
       from,
       requestedAt,
       lastSeenPendingAt: requestedAt,
+      confirmed: true,
+    };
+    let result: Awaited<ReturnType<LeaseStore['leases']['requestHandoff']>>;
+    try {
+      result = await store.leases.requestHandoff(lease.leaseKey, lease.leaseCounter, {
+        from,
+        to: workerId,
+        deadline: new Date(clock.now() + timeoutMs),
+      });
+    } catch (error) {
+      // The write may have been applied (a timeout after it reached the store): wait on it as if it
+      // were, or this worker would later take the lease as a hand-off nobody waits on while its owner
+      // hands it over. The next check drops it when the lease shows no such request.
+      this.#pending.set(lease.leaseKey, { ...pending, confirmed: false });
+      throw error;
+    }
+    if (!result.ok) return false;
+    this.#pending.set(lease.leaseKey, pending);
+    return true;
+  }
+
+  /**
+   * Waits on a hand-off to this worker that the listed `lease` shows and that nobody here waits on:
+   * asked for before a restart under the same worker id, or by a request whose answer was lost. Its
+   * timeout counts from the lease's deadline (at most one timeout ahead). `listedAt` is when the read
+   * that listed it was sent (monotonic ms). True when it is waited on now.
+   */
+  adopt(lease: Lease, listedAt: number): boolean {
+    const { workerId, clock, timeoutMs } = this.#options;
+    const handoff = lease.handoff;
+    if (
+      handoff === null ||
+      handoff.to !== workerId ||
+      lease.owner === null ||
+      handoff.from !== lease.owner ||
+      this.#pending.has(lease.leaseKey)
+    ) {
+      return false;
+    }
+    const left =
+      handoff.deadline === null
+        ? timeoutMs
+        : Math.min(timeoutMs, Math.max(0, handoff.deadline.getTime() - clock.now()));
+    this.#pending.set(lease.leaseKey, {
+      leaseKey: lease.leaseKey,
+      from: lease.owner,
+      requestedAt: clock.monotonicNow() - (timeoutMs - left),
+      lastSeenPendingAt: listedAt,
+      confirmed: true,
     });
     return true;
   }
@@ -108,7 +159,12 @@ export class HandoffRequests {
         this.#options.onReadError?.(pending.leaseKey, error);
         if (clock.monotonicNow() - pending.requestedAt >= timeoutMs + leaseExpiryMs) {
           this.#pending.delete(pending.leaseKey);
-          outcomes.push({ kind: 'dropped', from: pending.from, leaseKey: pending.leaseKey });
+          outcomes.push({
+            kind: 'dropped',
+            from: pending.from,
+            leaseKey: pending.leaseKey,
+            confirmed: pending.confirmed,
+          });
         }
         continue;
       }
@@ -127,14 +183,15 @@ export class HandoffRequests {
     workerId: string,
     timeoutMs: number,
   ): HandoffOutcome | null {
-    const { from, leaseKey } = pending;
-    if (lease === null) return { kind: 'dropped', from, leaseKey };
+    const { from, leaseKey, confirmed } = pending;
+    if (lease === null) return { kind: 'dropped', from, leaseKey, confirmed };
     if (lease.owner === workerId && lease.handoff === null) {
       return { kind: 'received', from, lease, writeSentAt: pending.lastSeenPendingAt };
     }
     const waiting = lease.owner === from && lease.handoff?.from === from && lease.handoff.to === workerId;
-    if (!waiting) return { kind: 'dropped', from, leaseKey };
+    if (!waiting) return { kind: 'dropped', from, leaseKey, confirmed };
     pending.lastSeenPendingAt = sentAt;
+    pending.confirmed = true;
     if (this.#options.clock.monotonicNow() - pending.requestedAt >= timeoutMs) {
       return { kind: 'timed-out', from, lease };
     }

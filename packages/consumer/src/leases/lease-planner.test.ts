@@ -64,10 +64,11 @@ describe('createLeasePlanner', () => {
       leases({ me: 1, other: 3, third: 4 }).map((lease) =>
         lease.leaseKey === `shardId-${from}-0` ? { ...lease, handoff: { from, to, deadline: null } } : lease,
       );
+    const EXPIRY = 10_000;
     const plannerOf = (workerId: string) =>
       createLeasePlanner({
         workerId,
-        leaseExpiryMs: 10_000,
+        leaseExpiryMs: EXPIRY,
         maxLeasesToSteal: 1,
         maxLeasesForWorker: Number.POSITIVE_INFINITY,
         random: () => 0,
@@ -137,7 +138,8 @@ describe('createLeasePlanner', () => {
       });
       expect(abandoned.take.map((choice) => [choice.lease.owner, choice.stolen])).toEqual([['third', true]]);
 
-      // Another worker's hand-off past its deadline is the owner's again for everyone else.
+      // Another worker's hand-off one lease expiry past its deadline is the owner's again for everyone
+      // else (not at the deadline itself: this worker's clock may run ahead of the requester's).
       const all = leases({ me: 2, other: 4, third: 2 });
       const pastDeadline = all.map((lease) =>
         lease.leaseKey === 'shardId-other-0'
@@ -145,10 +147,11 @@ describe('createLeasePlanner', () => {
           : lease,
       );
       const before = { leases: pastDeadline, workers, heldLeaseKeys: heldBy('me', all), now: 0 };
-      expect(plannerOf('me').plan({ ...before, wallNow: 999 }).take).toEqual([]);
+      expect(plannerOf('me').plan({ ...before, wallNow: 1_001 }).take).toEqual([]);
+      expect(plannerOf('me').plan({ ...before, wallNow: 1_000 + EXPIRY }).take).toEqual([]);
       expect(
         plannerOf('me')
-          .plan({ ...before, wallNow: 1_001 })
+          .plan({ ...before, wallNow: 1_001 + EXPIRY })
           .take.map((choice) => [choice.lease.owner, choice.stolen]),
       ).toEqual([['other', true]]);
     });

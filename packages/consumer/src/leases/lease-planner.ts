@@ -49,12 +49,19 @@ export interface LeasePlannerOptions {
  * A lease whose owner was asked to hand it over counts as the requester's: the requester does not
  * steal beyond its share while it waits, and the others do not steal from the owner what it is
  * already giving away. The owner itself still counts it as its own until it has handed it over (or it
- * would plan to take a lease it still holds). A hand-off nobody settles any more — past its deadline,
- * or one this worker asked for and no longer waits on — is the owner's again, so a plan can steal it
+ * would plan to take a lease it still holds). A hand-off nobody settles any more — one lease expiry
+ * past its deadline (the deadline is the requester's wall clock: the margin keeps a worker whose clock
+ * runs ahead from stealing before the requester itself gives up), or one this worker asked for and no
+ * longer waits on — is the owner's again, so a plan can steal it
  * (by a direct take, which clears the hand-off) and no lease stays pinned to a stuck owner. A hand-off
  * whose owner stopped renewing is expired like any lease.
  */
-function viewedWithHandoff(lease: Lease, workerId: string, input: LeasePlanInput): Lease {
+function viewedWithHandoff(
+  lease: Lease,
+  workerId: string,
+  input: LeasePlanInput,
+  skewAllowanceMs: number,
+): Lease {
   const handoff = lease.handoff;
   if (handoff === null || handoff.from !== lease.owner || handoff.from === workerId) return lease;
   const abandoned =
@@ -62,7 +69,7 @@ function viewedWithHandoff(lease: Lease, workerId: string, input: LeasePlanInput
       ? input.waitingHandoffs !== undefined && !input.waitingHandoffs.has(lease.leaseKey)
       : handoff.deadline !== null &&
         input.wallNow !== undefined &&
-        input.wallNow > handoff.deadline.getTime();
+        input.wallNow > handoff.deadline.getTime() + skewAllowanceMs;
   return abandoned ? lease : { ...lease, owner: handoff.to };
 }
 
@@ -91,7 +98,11 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
         if (isLeaseComplete(lease)) continue;
         byKey.set(lease.leaseKey, lease);
         const stale = lease.owner === options.workerId && !input.heldLeaseKeys.has(lease.leaseKey);
-        view.push(stale ? { ...lease, owner: null } : viewedWithHandoff(lease, options.workerId, input));
+        view.push(
+          stale
+            ? { ...lease, owner: null }
+            : viewedWithHandoff(lease, options.workerId, input, options.leaseExpiryMs),
+        );
       }
       const plan = rebalancer.plan({ leases: view, workers: input.workers, now: input.now });
       const take: Array<{ lease: Lease; stolen: boolean }> = [];

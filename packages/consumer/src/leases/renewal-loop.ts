@@ -12,6 +12,8 @@ export interface RenewalLoopOptions {
   /** After each round: what it did, the leases held after it, how long it took. */
   readonly onRound: (round: RenewalRound, held: number, durationMs: number) => void;
   readonly onStoreError: (operation: string, error: unknown) => void;
+  /** False once the worker leaves the registry (a graceful stop): the loop no longer heartbeats. */
+  readonly heartbeating: () => boolean;
   /** Ends the loop. */
   readonly signal: AbortSignal;
 }
@@ -33,9 +35,11 @@ export async function runRenewalLoop(options: RenewalLoopOptions): Promise<void>
         const started = clock.monotonicNow();
         const [result] = await Promise.all([
           keeper.renewAll(),
-          store.workers
-            .heartbeat(options.workerId)
-            .catch((error: unknown) => options.onStoreError('heartbeat', error)),
+          options.heartbeating()
+            ? store.workers
+                .heartbeat(options.workerId)
+                .catch((error: unknown) => options.onStoreError('heartbeat', error))
+            : undefined,
         ]);
         options.onRound(result, keeper.size, clock.monotonicNow() - started);
         if (result.failed > 0) {
