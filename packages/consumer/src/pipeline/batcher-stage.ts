@@ -22,7 +22,8 @@ interface Accumulator {
  * (`batchSize`), when `batchTimeoutMs` has passed since the first one, or at once while draining;
  * `batchers.concurrency` calls at a time. With `partitionBy`, a partition's messages go to one lane
  * (one batcher each), so a key's batches are handled in order, and a key's later message is never
- * acknowledged before its failed predecessor.
+ * acknowledged before its failed predecessor. The stage counts the messages of each partition it holds,
+ * so the processor stage can wait for a partition to leave it (`partitionSettled`).
  */
 export class BatcherStage {
   readonly #stage: PipelineStage;
@@ -30,6 +31,9 @@ export class BatcherStage {
   readonly #accumulators = new Map<string, Accumulator>();
   readonly #queues: Deque<PendingBatch>[];
   readonly #active: number[];
+  /** With `partitionBy`: per partition, the messages added and not yet acknowledged. */
+  readonly #held = new Map<string, number>();
+  readonly #settledWaiters = new Map<string, Set<() => void>>();
 
   constructor(stage: PipelineStage) {
     this.#stage = stage;
@@ -41,6 +45,10 @@ export class BatcherStage {
 
   add(message: TrackedMessage): void {
     message.enterStage();
+    if (this.#partitioned) {
+      const partition = message.partition ?? '';
+      this.#held.set(partition, (this.#held.get(partition) ?? 0) + 1);
+    }
     const lane = this.#laneOf(message);
     const key = `${lane}\u0000${message.batchKey}`;
     let accumulator = this.#accumulators.get(key);
@@ -56,6 +64,22 @@ export class BatcherStage {
     }
   }
 
+  /**
+   * Resolves once this stage holds no message of `partition` (every one it was given is acknowledged),
+   * or the pipeline stops. Without `partitionBy`, at once.
+   */
+  partitionSettled(partition: string): Promise<void> {
+    if (this.#stage.halt.aborted || (this.#held.get(partition) ?? 0) === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let waiters = this.#settledWaiters.get(partition);
+      if (waiters === undefined) {
+        waiters = new Set();
+        this.#settledWaiters.set(partition, waiters);
+      }
+      waiters.add(resolve);
+    });
+  }
+
   /** Hands every partial batch over now (draining: nothing is left upstream to fill them). */
   flushPartial(): void {
     for (const [key, accumulator] of [...this.#accumulators]) this.#emit(key, accumulator, 'drain');
@@ -66,6 +90,10 @@ export class BatcherStage {
     for (const accumulator of this.#accumulators.values()) accumulator.timer.abort();
     this.#accumulators.clear();
     for (const queue of this.#queues) queue.clear();
+    this.#held.clear();
+    const waiters = [...this.#settledWaiters.values()];
+    this.#settledWaiters.clear();
+    for (const wake of waiters.flatMap((set) => [...set])) wake();
   }
 
   #laneOf(message: TrackedMessage): number {
@@ -129,7 +157,7 @@ export class BatcherStage {
         if (stage.halt.aborted) return;
         const failed = this.#failedInOrder(messages);
         const again = new Set(failed);
-        for (const message of messages) if (!again.has(message)) stage.acknowledge(message);
+        for (const message of messages) if (!again.has(message)) this.#acknowledge(message);
         if (failed.length === 0) return;
         const action = await decideOnFailure(
           stage,
@@ -140,7 +168,7 @@ export class BatcherStage {
         );
         if (stage.halt.aborted) return;
         if (action === 'skip') {
-          for (const message of failed) stage.acknowledge(message);
+          for (const message of failed) this.#acknowledge(message);
           return;
         }
         backoff ??= new Backoff({ ...stage.options.retry, random: stage.random });
@@ -155,6 +183,22 @@ export class BatcherStage {
       this.#active[lane] = (this.#active[lane] ?? 1) - 1;
       this.#pump();
     }
+  }
+
+  /** Acknowledges a message leaving the stage; the last of its partition wakes `partitionSettled`. */
+  #acknowledge(message: TrackedMessage): void {
+    this.#stage.acknowledge(message);
+    if (!this.#partitioned) return;
+    const partition = message.partition ?? '';
+    const held = (this.#held.get(partition) ?? 0) - 1;
+    if (held > 0) {
+      this.#held.set(partition, held);
+      return;
+    }
+    this.#held.delete(partition);
+    const waiters = this.#settledWaiters.get(partition);
+    this.#settledWaiters.delete(partition);
+    for (const wake of waiters ?? []) wake();
   }
 
   /**

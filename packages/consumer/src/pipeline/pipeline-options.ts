@@ -100,7 +100,9 @@ export interface PipelineOptions {
   /**
    * The ordering key. Messages with the same key are handled one at a time, in shard order, in
    * `handleMessage` and in `handleBatch` (batches of one key and one `batchKey` are handed over in
-   * order), while different keys run concurrently. Without it, messages are handled in any order.
+   * order), while different keys run concurrently. A message that fails in `handleMessage` goes to
+   * `handleFailed` only once the earlier messages of its key have left `handleBatch`. Without it,
+   * messages are handled in any order.
    */
   readonly partitionBy?: (message: PipelineMessage) => string;
   readonly processors?: ProcessorsOptions;

@@ -811,4 +811,37 @@ describe('pipeline key order on partial failures', () => {
     await shutdownRequested();
     expect(checkpointer.lastCheckpoint.toString()).toBe(sequenceOf(3));
   });
+
+  it('decides on a message that failed in handleMessage only after the earlier messages of its key left handleBatch', async () => {
+    const events: string[] = [];
+    let batchFails = true;
+    const { clock, deliver, checkpointer, shutdownRequested } = harness({
+      partitionBy: (message) => message.record.partitionKey,
+      batchers: { batchSize: 10, batchTimeoutMs: 100 },
+      retry: { initialMs: 10, maxMs: 10 },
+      handleMessage: (message) => {
+        if (indexOf(message) === 1) message.fail(new Error('bad row'));
+      },
+      handleBatch: (messages) => {
+        const indexes = messages.map(indexOf).join(',');
+        if (batchFails) {
+          batchFails = false;
+          events.push(`batch ${indexes} fails`);
+          throw new Error('batch failed');
+        }
+        events.push(`batch ${indexes}`);
+      },
+      handleFailed: (messages, context) => {
+        events.push(`${context.stage} ${messages.map(indexOf).join(',')} failed`);
+        return context.stage === 'message' ? 'skip' : 'retry';
+      },
+    });
+    // a0 waits in a batch while a1 fails in handleMessage: a1 is skipped only after a0 is handled
+    // (a0's batch failing first), and a2 follows.
+    await deliver(makeRecords(3, () => 'a'));
+    await clock.advance(500);
+    expect(events).toEqual(['batch 0 fails', 'batch 0 failed', 'batch 0', 'message 1 failed', 'batch 2']);
+    await shutdownRequested();
+    expect(checkpointer.lastCheckpoint.toString()).toBe(sequenceOf(2));
+  });
 });

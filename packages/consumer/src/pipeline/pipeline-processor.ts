@@ -73,6 +73,7 @@ export class PipelineProcessor implements RecordProcessor {
         else this.#batchers.add(message);
       },
       settled: () => this.#flushIfDrained(),
+      predecessorsSettled: (message) => this.#batchers.partitionSettled(message.partition ?? ''),
     });
     this.#checkpoints = new CheckpointPolicy(stage, this.#admission, () =>
       this.#stop('lease lost at checkpoint'),

@@ -8,12 +8,16 @@ export interface ProcessorStageOutlets {
   readonly handled: (message: TrackedMessage) => void;
   /** After every message, handled or not: the stage may have become idle. */
   readonly settled: () => void;
+  /** Resolves once every earlier message of the partition has left the later stages (acknowledged). */
+  readonly predecessorsSettled: (message: TrackedMessage) => Promise<void>;
 }
 
 /**
  * The processor stage: `handleMessage` per message, `processors.concurrency` at a time; with
  * `partitionBy`, one message of a partition at a time, in shard order. A failed message is decided on
- * (`handleFailed`): retried after a backoff, or skipped (acknowledged without success).
+ * (`handleFailed`): retried after a backoff, or skipped (acknowledged without success). With
+ * `partitionBy`, it is decided on only once the earlier messages of its partition have left
+ * `handleBatch`, so a key's later message is never skipped before its predecessor is handled.
  */
 export class ProcessorStage {
   readonly #stage: PipelineStage;
@@ -68,6 +72,8 @@ export class ProcessorStage {
         }
         if (stage.halt.aborted) return;
         if (!message.failed) break;
+        await this.#outlets.predecessorsSettled(message);
+        if (stage.halt.aborted) return;
         const action = await decideOnFailure(stage, [message], 'message', message.batchKey, message.attempt);
         if (stage.halt.aborted) return;
         if (action === 'skip') {
