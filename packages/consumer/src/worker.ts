@@ -70,11 +70,15 @@ export class Worker {
   /** One check of the pending hand-offs at a time (the periodic check, and a graceful stop's). */
   readonly #handoffCheck = new Mutex();
   #loops: Promise<void>[] = [];
+  /** The rebalance loop (it requests hand-offs), once started. */
+  #rebalancing: Promise<void> = Promise.resolve();
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
   #stopping = false;
-  /** Set when a graceful stop leaves the worker registry early: no more heartbeats. */
+  /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
+  /** The heartbeat in flight, so that leaving the registry is not undone by it. */
+  #heartbeating: Promise<void> = Promise.resolve();
 
   constructor(deps: WorkerDependencies) {
     this.#deps = deps;
@@ -149,10 +153,11 @@ export class Worker {
     }
     this.#deps.emit({ type: 'worker-started', workerId: this.workerId });
     const { options } = this.#deps;
+    this.#rebalancing = this.#rebalanceLoop();
     this.#loops = [
       this.#keeper.watchExpiry(this.#renewing.signal),
       this.#renewLoop(),
-      this.#rebalanceLoop(),
+      this.#rebalancing,
       this.#periodic(options.shardSyncIntervalMs, () => this.#syncShards()),
       this.#periodic(options.leaseCleanupIntervalMs, () => this.#cleanUpLeases()),
       this.#periodic(options.handoffPollIntervalMs, () => this.#checkHandoffs()),
@@ -194,8 +199,9 @@ export class Worker {
   }
 
   /**
-   * Graceful: stop taking, let every processor finish its batch and checkpoint in `shutdownRequested`,
-   * release the leases, leave the registry — all within `shutdownTimeoutMs`; whatever is still running
+   * Graceful: stop taking, leave the registry (so no owner hands this worker a lease any more), let
+   * every processor finish its batch and checkpoint in `shutdownRequested`, release the leases — all
+   * within `shutdownTimeoutMs`; whatever is still running
    * then is abandoned (its leases expire for the others). Forced: drop everything at once.
    */
   async stop(graceful: boolean): Promise<void> {
@@ -213,7 +219,7 @@ export class Worker {
         this.#initializing.catch(() => undefined),
       );
     }
-    const draining = graceful ? this.#drainHandoffs(deadline) : Promise.resolve(this.#handoffs.clear());
+    const draining = graceful ? this.#leave(deadline) : Promise.resolve(this.#handoffs.clear());
     const consumers = this.#consumers.running();
     if (graceful) {
       // Leave time for the releases after shutdownRequested.
@@ -270,17 +276,15 @@ export class Worker {
 
   /** Renewal and heartbeat (the keeper's expiry watch runs beside it). */
   #renewLoop(): Promise<void> {
-    const { clock, options, store, random, metrics } = this.#deps;
+    const { clock, options, random, metrics } = this.#deps;
     return runRenewalLoop({
       keeper: this.#keeper,
-      store,
-      workerId: this.workerId,
       renewIntervalMs: options.leaseRenewIntervalMs,
       clock,
       random,
       onRound: (round, held, durationMs) => metrics.renewed(round, held, durationMs),
       onStoreError: (operation, error) => this.#storeError(operation, error),
-      heartbeating: () => !this.#leaving,
+      heartbeat: () => this.#heartbeat(),
       signal: this.#renewing.signal,
     });
   }
@@ -435,32 +439,44 @@ export class Worker {
     }
   }
 
+  #heartbeat(): Promise<void> {
+    if (this.#leaving) return Promise.resolve();
+    this.#heartbeating = this.#deps.store.workers.heartbeat(this.workerId).then(
+      () => undefined,
+      (error: unknown) => this.#storeError('heartbeat', error),
+    );
+    return this.#heartbeating;
+  }
+
   /**
-   * A graceful stop while this worker waits on hand-offs: it leaves the worker registry at once, so
-   * an owner that checks it from now on releases the lease instead of handing it over. A completion
-   * already on its way (its owner read the registry earlier) is caught here: until every pending
-   * hand-off is settled (at most its timeout, and the stop's `deadline`), they are read, and a lease
-   * handed over is released at once — any worker takes it up at the owner's checkpoint instead of
-   * after its expiry. One that timed out is not stolen.
+   * The start of a graceful stop: once the rebalance loop has ended (no more hand-off requests), the
+   * worker leaves the registry — after its last heartbeat landed, so that it does not register it
+   * again — and an owner that checks the registry from then on releases a lease this worker asked for
+   * instead of handing it over. A completion already on its way (its owner read the registry earlier)
+   * is caught here: until every pending hand-off is settled (at most its timeout, and the stop's
+   * `deadline`), they are read, and a lease handed over is released at once, so any worker takes it up
+   * at the owner's checkpoint instead of after its expiry. One that timed out is not stolen.
    */
-  async #drainHandoffs(deadline: number): Promise<void> {
+  async #leave(deadline: number): Promise<void> {
     const { clock, options, store, logger } = this.#deps;
-    if (this.#handoffs.size === 0) return;
+    const remaining = (): number => Math.max(0, deadline - clock.monotonicNow());
+    await within(clock, remaining(), this.#rebalancing);
     this.#leaving = true;
     await within(
       clock,
-      Math.max(0, deadline - clock.monotonicNow()),
-      store.workers.remove(this.workerId).catch((error: unknown) => {
-        logger.warn('could not remove the worker from the registry', { error });
-      }),
+      remaining(),
+      this.#heartbeating
+        .then(() => store.workers.remove(this.workerId))
+        .catch((error: unknown) => {
+          logger.warn('could not remove the worker from the registry', { error });
+        }),
     );
     while (this.#handoffs.size > 0) {
       await this.#checkHandoffs().catch((error: unknown) =>
         this.#storeError('read a lease asked for', error),
       );
-      const left = deadline - clock.monotonicNow();
-      if (this.#handoffs.size === 0 || left <= 0) break;
-      await clock.sleep(Math.min(options.handoffPollIntervalMs, left));
+      if (this.#handoffs.size === 0 || remaining() <= 0) break;
+      await clock.sleep(Math.min(options.handoffPollIntervalMs, remaining()));
     }
     this.#handoffs.clear();
   }
@@ -474,6 +490,11 @@ export class Worker {
     const { lease, from } = outcome;
     if (outcome.kind === 'received') {
       if (this.#keeper.get(lease.leaseKey) !== undefined) return;
+      if (this.#taking.signal.aborted) {
+        // Stopping: given straight back, whatever still runs here.
+        await this.#deps.store.leases.release(lease.leaseKey, lease.leaseCounter).catch(() => undefined);
+        return;
+      }
       if (!this.#consumers.mayStart(lease.leaseKey)) {
         // Ours in the store; the next rebalance takes it up once the earlier consumer has ended.
         logger.info('a lease was handed over while its earlier consumer still ends', {
@@ -481,7 +502,6 @@ export class Worker {
         });
         return;
       }
-      // A stopping worker gives it straight back (`#consume`).
       if (await this.#consume(lease, outcome.writeSentAt, from, true)) {
         this.#handoffEvent(lease.leaseKey, from, 'received');
       }

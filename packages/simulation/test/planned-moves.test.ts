@@ -243,6 +243,64 @@ describe('planned moves', () => {
     expect(processing.overlaps()).toEqual([]);
   });
 
+  it('gives back a lease whose request landed while its requester was already stopping', async () => {
+    const scenario = new Scenario({ shards: 4, seed: 17 });
+    const processing = new Processing(scenario);
+    let producing = true;
+    const produced = produce(scenario, () => producing);
+    let w1Clock: Clock | null = null;
+    // W1 checkpoints only in shutdownRequested, so a late request finds its lease's counter unchanged
+    // (but for a renewal).
+    const first = scenario.worker('W1', {
+      ...TIMINGS,
+      processor: processing.processor(
+        'W1',
+        () => w1Clock as Clock,
+        100,
+        async () => {},
+        false,
+      ),
+    });
+    w1Clock = first.clock;
+    await scenario.run(3_000);
+    let w2Clock: Clock | null = null;
+    // W2's consumers take 2 s in shutdownRequested: its stop lasts that long.
+    const second = scenario.worker('W2', {
+      ...TIMINGS,
+      processor: processing.processor(
+        'W2',
+        () => w2Clock as Clock,
+        100,
+        async () => {
+          await (w2Clock as Clock).sleep(2_000);
+        },
+      ),
+    });
+    w2Clock = second.clock;
+    const received = () => handoffSteps(second).filter((step) => step === 'W2 received').length;
+    expect(await scenario.runUntil(() => received() === 1, 10_000, 10)).toBe(true);
+    // W2's second request reaches the store 150 ms late; W2 stops meanwhile.
+    second.storeFaults.hangNext(1, 150, ['leases.requestHandoff']);
+    const requests = second.storeFaults.calls('leases.requestHandoff');
+    expect(
+      await scenario.runUntil(() => second.storeFaults.calls('leases.requestHandoff') > requests, 10_000, 10),
+    ).toBe(true);
+    const stopped = scenario.timed(second.consumer.stop(), 10_000);
+    expect(await stopped).not.toBeNull();
+    // Nothing is left with the stopped W2 to expire (3 s): W1 holds all four leases again soon.
+    for (const shard of [0, 1, 2, 3]) {
+      expect(scenario.lease(`shardId-00000000000${shard}`)?.owner).not.toBe('W2');
+    }
+    expect(await scenario.runUntil(() => first.consumer.status().leases.length === 4, 1_500)).toBe(true);
+    producing = false;
+    await scenario.run(100);
+    const total = await produced;
+    await scenario.runUntil(() => processing.handled.size >= total, 20_000);
+    expect(processing.handled.size).toBe(total);
+    expect(processing.duplicates).toBe(0);
+    expect(processing.overlaps()).toEqual([]);
+  });
+
   it('waits on a request whose answer was lost instead of taking the lease while its owner hands it over', async () => {
     const { duplicates, steps } = await lostRequestAnswer(1);
     // A guard more than a reproduction: the planner's pause before a second steal mostly lets W1

@@ -1,19 +1,17 @@
-import type { Clock, LeaseStore, RandomSource } from '@kcl/core';
+import type { Clock, RandomSource } from '@kcl/core';
 import { Backoff } from '../backoff.js';
 import type { LeaseKeeper, RenewalRound } from './lease-keeper.js';
 
 export interface RenewalLoopOptions {
   readonly keeper: LeaseKeeper;
-  readonly store: LeaseStore;
-  readonly workerId: string;
   readonly renewIntervalMs: number;
   readonly clock: Clock;
   readonly random: RandomSource;
   /** After each round: what it did, the leases held after it, how long it took. */
   readonly onRound: (round: RenewalRound, held: number, durationMs: number) => void;
   readonly onStoreError: (operation: string, error: unknown) => void;
-  /** False once the worker leaves the registry (a graceful stop): the loop no longer heartbeats. */
-  readonly heartbeating: () => boolean;
+  /** The worker's heartbeat (it reports its own failures, and skips it once the worker leaves). */
+  readonly heartbeat: () => Promise<void>;
   /** Ends the loop. */
   readonly signal: AbortSignal;
 }
@@ -25,7 +23,7 @@ export interface RenewalLoopOptions {
  * lease alive.
  */
 export async function runRenewalLoop(options: RenewalLoopOptions): Promise<void> {
-  const { clock, keeper, store, renewIntervalMs, signal } = options;
+  const { clock, keeper, renewIntervalMs, signal } = options;
   const backoff = new Backoff({ initialMs: 200, maxMs: renewIntervalMs, random: options.random });
   let nextRenewAt = clock.monotonicNow() + renewIntervalMs;
   while (!signal.aborted) {
@@ -33,14 +31,7 @@ export async function runRenewalLoop(options: RenewalLoopOptions): Promise<void>
     if (now >= nextRenewAt) {
       try {
         const started = clock.monotonicNow();
-        const [result] = await Promise.all([
-          keeper.renewAll(),
-          options.heartbeating()
-            ? store.workers
-                .heartbeat(options.workerId)
-                .catch((error: unknown) => options.onStoreError('heartbeat', error))
-            : undefined,
-        ]);
+        const [result] = await Promise.all([keeper.renewAll(), options.heartbeat()]);
         options.onRound(result, keeper.size, clock.monotonicNow() - started);
         if (result.failed > 0) {
           nextRenewAt = clock.monotonicNow() + Math.min(renewIntervalMs, backoff.next());

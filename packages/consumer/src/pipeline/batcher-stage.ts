@@ -70,6 +70,13 @@ export class BatcherStage {
    */
   partitionSettled(partition: string): Promise<void> {
     if (this.#stage.halt.aborted || (this.#held.get(partition) ?? 0) === 0) return Promise.resolve();
+    // The caller holds a processor slot while it waits: a partial batch of the partition would fill
+    // only through that stage, so it goes now rather than at its timeout.
+    for (const [key, accumulator] of [...this.#accumulators]) {
+      if (accumulator.messages.some((message) => (message.partition ?? '') === partition)) {
+        this.#emit(key, accumulator, 'ordering');
+      }
+    }
     return new Promise<void>((resolve) => {
       let waiters = this.#settledWaiters.get(partition);
       if (waiters === undefined) {

@@ -20,7 +20,13 @@ export type BatchTrigger =
   /** The pipeline is draining (`shutdownRequested` or `shardEnded`): partial batches go at once. */
   | 'drain'
   /** The failed messages of an earlier attempt, handed over again. */
-  | 'retry';
+  | 'retry'
+  /**
+   * A later message of one of its keys failed in `handleMessage` (with `partitionBy`): the batch goes
+   * at once, so that the failure is decided after the batch, in key order, without waiting for the
+   * batch to fill or time out.
+   */
+  | 'ordering';
 
 export interface BatchInfo {
   readonly batchKey: string;

@@ -844,4 +844,30 @@ describe('pipeline key order on partial failures', () => {
     await shutdownRequested();
     expect(checkpointer.lastCheckpoint.toString()).toBe(sequenceOf(2));
   });
+
+  it('hands a partial batch over early when a later message of its key failed, rather than holding the stage until it times out', async () => {
+    const events: string[] = [];
+    const { clock, deliver, checkpointer, shutdownRequested } = harness({
+      partitionBy: (message) => message.record.partitionKey,
+      batchers: { batchSize: 10, batchTimeoutMs: 60_000 },
+      handleMessage: (message) => {
+        if (indexOf(message) === 1) message.fail(new Error('bad row'));
+      },
+      handleBatch: (messages, info) => {
+        events.push(`batch ${messages.map(indexOf).join(',')} (${info.trigger})`);
+      },
+      handleFailed: (messages, context) => {
+        events.push(`${context.stage} ${messages.map(indexOf).join(',')} failed`);
+        return 'skip';
+      },
+    });
+    // a0 waits in a partial batch (with b2 and c3: one batch key) when a1 fails: the batch goes at
+    // once, not in 60 s, and a1 is decided after it.
+    await deliver(makeRecords(4, (index) => (index < 2 ? 'a' : String.fromCharCode(97 + index))));
+    await clock.advance(50);
+    expect(events).toEqual(['batch 0,2,3 (ordering)', 'message 1 failed']);
+    await shutdownRequested();
+    expect(events).toEqual(['batch 0,2,3 (ordering)', 'message 1 failed']);
+    expect(checkpointer.lastCheckpoint.toString()).toBe(sequenceOf(3));
+  });
 });
