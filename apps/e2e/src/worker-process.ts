@@ -98,7 +98,9 @@ async function main(): Promise<void> {
           // The records were processed: a failed checkpoint is left to the next batch's (or to
           // shutdownRequested's) rather than thrown, which would make the runtime deliver the batch
           // again. A lost lease ends the delivery all the same.
-          process.stderr.write(`worker ${config.workerId}: checkpoint failed on ${shardId}: ${String(error)}\n`);
+          process.stderr.write(
+            `worker ${config.workerId}: checkpoint failed on ${shardId}: ${String(error)}\n`,
+          );
         } finally {
           const batch: BatchLine = { w: config.workerId, s: shardId, n: records.length, start, end: now() };
           appendFileSync(config.batchFile, `${JSON.stringify(batch)}\n`);
