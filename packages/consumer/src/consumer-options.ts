@@ -31,6 +31,43 @@ export function isKinesisClient(value: KinesisClient | KinesisClientSettings): v
   return typeof (value as { send?: unknown }).send === 'function';
 }
 
+/**
+ * How shards are read. `polling` (the default): GetRecords, shared with every other reader of the
+ * stream (2 MB/s per shard between them, 5 calls per second). `fanout`: enhanced fan-out — a
+ * registered stream consumer with SubscribeToShard, its own 2 MB/s per shard and records pushed
+ * within about 70 ms.
+ */
+export type RetrievalOptions =
+  | { readonly mode: 'polling' }
+  | {
+      readonly mode: 'fanout';
+      /** The registered stream consumer's name; registered (and waited for) when missing. Default: the application name. */
+      readonly consumerName?: string;
+      /** An already registered consumer's ARN: used as given, nothing is registered. */
+      readonly consumerArn?: string;
+      /** A subscription is renewed after this long (Kinesis ends one at 5 minutes). Default 290 000. */
+      readonly subscriptionLifetimeMs?: number;
+      /** A subscription that delivers no event for this long (Kinesis sends one every 5 s) is started again. Default 35 000. */
+      readonly idleTimeoutMs?: number;
+      /** While a shard's events come empty, how often to check (ListShards) whether it was closed without its final event. Default 30 000. */
+      readonly closedShardCheckIntervalMs?: number;
+      /** How long the start waits for the consumer to become ACTIVE. Default 300 000. */
+      readonly registrationTimeoutMs?: number;
+    };
+
+/** `retrieval` checked, with its defaults. */
+export type ResolvedRetrieval =
+  | { readonly mode: 'polling' }
+  | {
+      readonly mode: 'fanout';
+      readonly consumerName: string;
+      readonly consumerArn: string | null;
+      readonly subscriptionLifetimeMs: number;
+      readonly idleTimeoutMs: number;
+      readonly closedShardCheckIntervalMs: number;
+      readonly registrationTimeoutMs: number;
+    };
+
 export interface ConsumerOptions {
   /** The stream to read, by name… */
   readonly streamName?: string;
@@ -99,6 +136,8 @@ export interface ConsumerOptions {
   readonly processor?: RecordProcessorFactory;
   /** The batch pipeline, Broadway style (or use `processor`). */
   readonly pipeline?: PipelineOptions;
+  /** Polling (default) or enhanced fan-out. */
+  readonly retrieval?: RetrievalOptions;
   /** Decides whether a batch whose processRecords threw is retried (default) or skipped. */
   readonly onProcessingError?: ProcessingErrorHandler;
   /** Backoff for a failing processRecords. Default 500 ms doubling to 30 s. */
@@ -118,6 +157,7 @@ export interface ConsumerOptions {
 
 export interface ResolvedConsumerOptions {
   readonly streamIdentity: { readonly streamName: string } | { readonly streamArn: string };
+  readonly retrieval: ResolvedRetrieval;
   readonly applicationName: string;
   readonly workerId: string;
   readonly initialPosition: InitialPosition;
@@ -298,6 +338,7 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
     shutdownTimeoutMs: integerOption('shutdownTimeoutMs', 0),
     kinesisCallTimeoutMs: integerOption('kinesisCallTimeoutMs'),
   };
+  const retrieval = checkRetrieval(check, given.retrieval, applicationName);
   const processingRetry = check.retryDelays('processingRetry', given.processingRetry, {
     initialMs: 500,
     maxMs: 30_000,
@@ -320,6 +361,7 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
   return {
     options: {
       streamIdentity: streamIdentity as ResolvedConsumerOptions['streamIdentity'],
+      retrieval,
       applicationName,
       workerId: workerId ?? defaultWorkerId(workerRandom ?? random),
       initialPosition,
@@ -435,3 +477,85 @@ function defaultWorkerId(random: RandomSource): string {
     .padStart(8, '0');
   return `${hostname()}:${process.pid}:${suffix}`;
 }
+
+const CONSUMER_NAME = /^[a-zA-Z0-9_.-]{1,128}$/;
+const CONSUMER_ARN =
+  /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}\/consumer\/[A-Za-z0-9_.-]{1,128}:\d+$/;
+
+function checkRetrieval(check: OptionProblems, given: unknown, applicationName: string): ResolvedRetrieval {
+  if (given === undefined) return { mode: 'polling' };
+  if (typeof given !== 'object' || given === null) {
+    check.add("retrieval must be { mode: 'polling' } or { mode: 'fanout', consumerName? }");
+    return { mode: 'polling' };
+  }
+  const options = given as Record<string, unknown>;
+  const mode = check.oneOf('retrieval.mode', options.mode, ['polling', 'fanout'] as const, 'polling');
+  if (mode === 'polling') return { mode };
+  const within = check.within('retrieval');
+  const consumerName = within.string('consumerName', options.consumerName, applicationName.slice(0, 128));
+  if (options.consumerName !== undefined && !CONSUMER_NAME.test(consumerName)) {
+    check.add(
+      `retrieval.consumerName must be 1–128 letters, digits, '_', '.' or '-' (a Kinesis stream consumer name), got ${JSON.stringify(consumerName)}`,
+    );
+  } else if (options.consumerName === undefined && !CONSUMER_NAME.test(consumerName)) {
+    check.add(
+      `retrieval.consumerName is needed: the application name ${JSON.stringify(applicationName)} is not a valid stream consumer name (1–128 letters, digits, '_', '.' or '-')`,
+    );
+  }
+  let consumerArn: string | null = null;
+  if (options.consumerArn !== undefined) {
+    consumerArn = within.string('consumerArn', options.consumerArn);
+    if (consumerArn !== '' && !CONSUMER_ARN.test(consumerArn)) {
+      check.add(
+        `retrieval.consumerArn must be a stream consumer ARN (arn:aws:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<timestamp>), got ${JSON.stringify(consumerArn)}`,
+      );
+    }
+  }
+  const subscriptionLifetimeMs = within.integer(
+    'subscriptionLifetimeMs',
+    options.subscriptionLifetimeMs,
+    290_000,
+    {
+      min: 1_000,
+      max: 300_000,
+    },
+  );
+  const idleTimeoutMs = within.integer('idleTimeoutMs', options.idleTimeoutMs, 35_000, { min: 100 });
+  const closedShardCheckIntervalMs = within.integer(
+    'closedShardCheckIntervalMs',
+    options.closedShardCheckIntervalMs,
+    30_000,
+    { min: 100 },
+  );
+  const registrationTimeoutMs = within.integer(
+    'registrationTimeoutMs',
+    options.registrationTimeoutMs,
+    300_000,
+    {
+      min: 1,
+    },
+  );
+  for (const key of Object.keys(options)) {
+    if (!RETRIEVAL_KEYS.has(key))
+      check.add(`retrieval.${key} is not an option (${[...RETRIEVAL_KEYS].join(', ')})`);
+  }
+  return {
+    mode,
+    consumerName,
+    consumerArn,
+    subscriptionLifetimeMs,
+    idleTimeoutMs,
+    closedShardCheckIntervalMs,
+    registrationTimeoutMs,
+  };
+}
+
+const RETRIEVAL_KEYS = new Set([
+  'mode',
+  'consumerName',
+  'consumerArn',
+  'subscriptionLifetimeMs',
+  'idleTimeoutMs',
+  'closedShardCheckIntervalMs',
+  'registrationTimeoutMs',
+]);

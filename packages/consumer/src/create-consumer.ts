@@ -5,13 +5,14 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { ConsumerOptions } from './consumer-options.js';
 import { isKinesisClient, resolveConsumerSetup } from './consumer-options.js';
 import { KinesisStream } from './kinesis/kinesis-stream.js';
+import { ensureStreamConsumer } from './kinesis/stream-consumer.js';
 import { createLeasePlanner } from './leases/lease-planner.js';
 import { withStoreDeadlines } from './leases/store-deadlines.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
 import { pipelineProcessorFactory } from './pipeline/create-pipeline-processor-factory.js';
 import type { RecordProcessorFactory } from './processing/record-processor.js';
 import type { LeaseStatus } from './processing/shard-consumers.js';
-import { Worker } from './worker.js';
+import { Worker, type WorkerDependencies } from './worker.js';
 
 export type ConsumerState = LifecycleState;
 
@@ -89,6 +90,36 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     callTimeoutMs: resolved.kinesisCallTimeoutMs,
   });
 
+  /** Fan-out: the registered stream consumer the worker subscribes with (registered when missing). */
+  const streamConsumerRegistration = (): WorkerDependencies['registerStreamConsumer'] => {
+    const retrieval = resolved.retrieval;
+    if (retrieval.mode !== 'fanout') return null;
+    const given = retrieval.consumerArn;
+    if (given !== null) return () => Promise.resolve(given);
+    return async (signal) => {
+      const registered = await ensureStreamConsumer({
+        kinesis,
+        stream: resolved.streamIdentity,
+        consumerName: retrieval.consumerName,
+        timeoutMs: retrieval.registrationTimeoutMs,
+        clock,
+        random,
+        signal,
+        onProgress: (status, delayMs) =>
+          logger.info('waiting for the stream consumer to become ACTIVE', {
+            consumerName: retrieval.consumerName,
+            status,
+            delayMs,
+          }),
+      });
+      logger.info('stream consumer ready', {
+        consumerName: registered.consumerName,
+        consumerArn: registered.consumerArn,
+      });
+      return registered.consumerArn;
+    };
+  };
+
   // The start/stop bookkeeping: a stop during the start makes it give up (interrupt) and then takes
   // down what it began; a forced stop during a graceful one drops what is left (escalate).
   const lifecycle = new Lifecycle({
@@ -114,6 +145,7 @@ export function createConsumer(options: ConsumerOptions): Consumer {
       resolved.storeCallTimeoutMs,
     ),
     stream,
+    registerStreamConsumer: streamConsumerRegistration(),
     processorFactory,
     onProcessingError: setup.onProcessingError,
     planner: createLeasePlanner({

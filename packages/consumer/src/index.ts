@@ -5,6 +5,8 @@ export type {
   InitialPosition,
   KinesisClientSettings,
   ResolvedConsumerOptions,
+  ResolvedRetrieval,
+  RetrievalOptions,
 } from './consumer-options.js';
 export { CONSUMER_DEFAULTS, resolveConsumerOptions } from './consumer-options.js';
 export type { Consumer, ConsumerState, ConsumerStatus, StopOptions } from './create-consumer.js';
@@ -13,6 +15,8 @@ export type { KinesisErrorKind } from './kinesis/kinesis-errors.js';
 export { classifyKinesisError } from './kinesis/kinesis-errors.js';
 export type { AggregatedRecord, DeaggregationResult, SubRecord } from './kinesis/kpl-deaggregation.js';
 export { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kinesis/kpl-deaggregation.js';
+export type { StreamConsumer, StreamConsumerOptions } from './kinesis/stream-consumer.js';
+export { deregisterStreamConsumer, ensureStreamConsumer } from './kinesis/stream-consumer.js';
 export type {
   CloudWatchMetricsClient,
   CloudWatchMetricsSink,

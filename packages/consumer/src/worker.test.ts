@@ -72,6 +72,7 @@ function buildWorker(
     random,
   );
   const worker = new Worker({
+    registerStreamConsumer: null,
     options,
     store,
     stream: emptyStream,

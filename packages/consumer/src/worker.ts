@@ -31,6 +31,8 @@ export interface WorkerDependencies {
   /** The store, with the call deadline already applied. */
   readonly store: LeaseStore;
   readonly stream: StreamReader;
+  /** Fan-out: resolves to the registered stream consumer's ARN (registering it when missing); null when polling. */
+  readonly registerStreamConsumer: ((signal: AbortSignal) => Promise<string>) | null;
   readonly processorFactory: RecordProcessorFactory;
   readonly onProcessingError: ProcessingErrorHandler | null;
   readonly planner: LeasePlanner;
@@ -75,6 +77,8 @@ export class Worker {
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
   #stopping = false;
+  /** Fan-out: the registered stream consumer, once the start has it. */
+  #consumerArn: string | null = null;
   /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
@@ -109,7 +113,7 @@ export class Worker {
       store: deps.store,
       stream: deps.stream,
       processorFactory: deps.processorFactory,
-      settings: shardConsumerSettings(deps.options, deps.onProcessingError),
+      settings: shardConsumerSettings(deps.options, deps.onProcessingError, () => this.#consumerArn),
       workerId: deps.options.workerId,
       clock: deps.clock,
       random: deps.random,
@@ -178,6 +182,10 @@ export class Worker {
     proceed();
     await this.#checkMigrationMarker();
     proceed();
+    if (this.#deps.registerStreamConsumer !== null && this.#consumerArn === null) {
+      this.#consumerArn = await this.#deps.registerStreamConsumer(this.#starting.signal);
+      proceed();
+    }
     await store.workers.heartbeat(this.workerId, {
       startedAt: new Date(this.#deps.clock.now()).toISOString(),
     });

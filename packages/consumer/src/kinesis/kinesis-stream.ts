@@ -1,12 +1,16 @@
 import {
+  type ChildShard,
   GetRecordsCommand,
   type GetRecordsCommandOutput,
   GetShardIteratorCommand,
   type GetShardIteratorCommandInput,
   type KinesisClient,
+  type _Record as KinesisSdkRecord,
   ListShardsCommand,
   type Shard,
   type ShardFilter,
+  type StartingPosition,
+  SubscribeToShardCommand,
 } from '@aws-sdk/client-kinesis';
 import type { Clock, ExtendedSequenceNumber, RandomSource } from '@kcl/core';
 import { KclError } from '@kcl/core';
@@ -63,6 +67,15 @@ export interface KinesisStreamOptions {
   readonly callTimeoutMs?: number;
 }
 
+/** One event of a SubscribeToShard subscription (enhanced fan-out). */
+export interface ShardEvent {
+  readonly records: readonly KinesisSdkRecord[];
+  /** Where the subscription got to; null at the shard's end (then `childShards` names its children). */
+  readonly continuationSequenceNumber: string | null;
+  readonly millisBehindLatest: number;
+  readonly childShards: readonly ChildShard[];
+}
+
 /** The calls the runtime makes against one stream. `KinesisStream` is the implementation. */
 export interface StreamReader {
   /** A short name for logs. */
@@ -76,6 +89,17 @@ export interface StreamReader {
   ): Promise<
     Pick<GetRecordsCommandOutput, 'Records' | 'NextShardIterator' | 'MillisBehindLatest' | 'ChildShards'>
   >;
+  /**
+   * Subscribes a registered stream consumer to a shard (enhanced fan-out): resolves once Kinesis
+   * answered, to the events as they come; `signal` ends the subscription. An error event is thrown
+   * from the iteration.
+   */
+  subscribeToShard?(
+    consumerArn: string,
+    shardId: string,
+    position: IteratorPosition,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ShardEvent>>;
 }
 
 /** The Kinesis calls of one stream, named by name or ARN. */
@@ -201,5 +225,73 @@ export class KinesisStream implements StreamReader {
         options,
       ),
     );
+  }
+
+  async subscribeToShard(
+    consumerArn: string,
+    shardId: string,
+    position: IteratorPosition,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ShardEvent>> {
+    const startingPosition: StartingPosition = {
+      Type: position.type,
+      ...(position.type === 'AT_TIMESTAMP' ? { Timestamp: position.timestamp } : {}),
+      ...(position.type === 'AT_SEQUENCE_NUMBER' || position.type === 'AFTER_SEQUENCE_NUMBER'
+        ? { SequenceNumber: position.sequenceNumber }
+        : {}),
+    };
+    // The call deadline covers the answer only (it is not armed once the answer came); the events then
+    // flow until `signal` ends the subscription, so the link to it is kept for the stream's life.
+    const output = await withDeadline(
+      this.#clock,
+      this.#callTimeoutMs,
+      async (deadline) => {
+        const link = linkSignals(signal, deadline);
+        try {
+          return await this.client.send(
+            new SubscribeToShardCommand({
+              ConsumerARN: consumerArn,
+              ShardId: shardId,
+              StartingPosition: startingPosition,
+            }),
+            { abortSignal: link.signal },
+          );
+        } catch (error) {
+          link.dispose();
+          throw error;
+        }
+      },
+      () => new KinesisCallTimeoutError('SubscribeToShard', this.#callTimeoutMs),
+    );
+    const stream = output.EventStream;
+    if (stream === undefined) {
+      throw new KclError(
+        'KINESIS_NO_EVENT_STREAM',
+        `@kcl/consumer: SubscribeToShard on ${shardId} returned no event stream; retrying`,
+        { retryable: true },
+      );
+    }
+    return (async function* events(): AsyncGenerator<ShardEvent> {
+      for await (const member of stream) {
+        const event = member.SubscribeToShardEvent;
+        if (event === undefined) {
+          const failure = Object.values(member).find((value) => value !== undefined);
+          throw (
+            failure ??
+            new KclError(
+              'KINESIS_UNKNOWN_EVENT',
+              `@kcl/consumer: SubscribeToShard on ${shardId} sent an unknown event; resubscribing`,
+              { retryable: true },
+            )
+          );
+        }
+        yield {
+          records: event.Records ?? [],
+          continuationSequenceNumber: event.ContinuationSequenceNumber ?? null,
+          millisBehindLatest: event.MillisBehindLatest ?? 0,
+          childShards: event.ChildShards ?? [],
+        };
+      }
+    })();
   }
 }

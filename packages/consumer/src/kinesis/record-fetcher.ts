@@ -16,6 +16,19 @@ export interface FetchedBatch {
   readonly shardEnd: { readonly childShards: readonly ChildShard[]; readonly gone: boolean } | null;
 }
 
+/** Where a shard consumer's batches come from: GetRecords polling, or a fan-out subscription. */
+export interface BatchSource {
+  /** Starts reading in the background. */
+  start(): void;
+  /**
+   * The next batch, waiting for it if needed. Resolves to null when stopped; rejects with a fatal
+   * Kinesis error (permissions, say).
+   */
+  next(signal?: AbortSignal): Promise<FetchedBatch | null>;
+  /** Stops reading; an in-flight call is aborted. Idempotent. */
+  stop(): Promise<void>;
+}
+
 export interface RecordFetcherOptions {
   readonly stream: StreamReader;
   readonly shardId: string;
@@ -46,7 +59,7 @@ export interface FetchIssue {
  * within the per-shard limit; throttling and transient failures back off exponentially with jitter;
  * an expired iterator is renewed after the last record read.
  */
-export class RecordFetcher {
+export class RecordFetcher implements BatchSource {
   readonly #options: RecordFetcherOptions;
   readonly #controller = new AbortController();
   readonly #buffered: FetchedBatch[] = [];

@@ -1,8 +1,9 @@
 import type { Clock, KclEvent, LeaseHandoff, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { type ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { type ExtendedSequenceNumber, KclError, shardIdOfLeaseKey } from '@kcl/core';
 import { Backoff } from '../backoff.js';
-import { type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
-import { type FetchedBatch, RecordFetcher } from '../kinesis/record-fetcher.js';
+import { type IteratorPosition, type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
+import { type BatchSource, type FetchedBatch, RecordFetcher } from '../kinesis/record-fetcher.js';
+import { ShardSubscriber } from '../kinesis/shard-subscriber.js';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { LeaseKeeper } from '../leases/lease-keeper.js';
 import { waitForParents } from '../leases/wait-for-parents.js';
@@ -11,7 +12,7 @@ import { ShardCheckpointer } from './checkpointer.js';
 import { requestProcessorShutdown } from './processor-shutdown.js';
 import type { RecordProcessorFactory } from './record-processor.js';
 import { writeShardEnd } from './shard-end.js';
-import type { ProcessorRun, ShardConsumerSettings, ShardRun } from './shard-run.js';
+import type { FanOutSettings, ProcessorRun, ShardConsumerSettings, ShardRun } from './shard-run.js';
 
 export type ShardConsumerState =
   | 'waiting-on-parents'
@@ -60,7 +61,7 @@ export class ShardConsumer {
   #state: ShardConsumerState = 'waiting-on-parents';
   /** Set once the processor exists (and its checkpointer). */
   #processorRun: ProcessorRun | null = null;
-  #fetcher: RecordFetcher | null = null;
+  #fetcher: BatchSource | null = null;
   #millisBehindLatest: number | null = null;
   #recordsProcessed = 0;
   #execution: Promise<ShardConsumerOutcome> | null = null;
@@ -249,8 +250,8 @@ export class ShardConsumer {
     return this.#finish();
   }
 
-  /** The fetcher of the shard, from the checkpoint; its issues become events. */
-  #createFetcher(): RecordFetcher {
+  /** The fetcher of the shard (polling or a fan-out subscription), from the checkpoint; its issues become events. */
+  #createFetcher(): BatchSource {
     const deps = this.#deps;
     const { workerId, settings, logger } = deps;
     const leaseKey = this.leaseKey;
@@ -260,6 +261,8 @@ export class ShardConsumer {
         { leaseKey },
       ),
     );
+    const fanout = settings.fanout;
+    if (fanout !== null) return this.#createSubscriber(start, fanout);
     return new RecordFetcher({
       stream: deps.stream,
       shardId: this.shardId,
@@ -285,6 +288,50 @@ export class ShardConsumer {
         logger.debug('GetRecords issue', { leaseKey, kind: issue.kind, backoffMs: issue.backoffMs });
       },
       ...(deps.onGetRecords === undefined ? {} : { onCall: deps.onGetRecords }),
+    });
+  }
+
+  #createSubscriber(start: IteratorPosition, fanout: FanOutSettings): ShardSubscriber {
+    const deps = this.#deps;
+    const { workerId, settings, logger } = deps;
+    const leaseKey = this.leaseKey;
+    const consumerArn = fanout.consumerArn();
+    if (consumerArn === null) {
+      throw new KclError(
+        'FANOUT_NOT_REGISTERED',
+        '@kcl/consumer: no registered stream consumer to subscribe with',
+      );
+    }
+    return new ShardSubscriber({
+      stream: deps.stream,
+      consumerArn,
+      shardId: this.shardId,
+      start,
+      clock: deps.clock,
+      random: deps.random,
+      backoff: settings.kinesisRetry,
+      subscriptionLifetimeMs: fanout.subscriptionLifetimeMs,
+      idleTimeoutMs: fanout.idleTimeoutMs,
+      closedShardCheckIntervalMs: fanout.closedShardCheckIntervalMs,
+      polling: { maxRecords: settings.maxRecords, pollIntervalMs: settings.pollIntervalMs },
+      onIssue: (issue) => {
+        if (issue.kind === 'throttled' || issue.kind === 'transient' || issue.kind === 'resource-in-use') {
+          deps.emit({
+            type: 'throttled',
+            workerId,
+            leaseKey,
+            operation:
+              issue.kind === 'throttled'
+                ? 'SubscribeToShard'
+                : issue.kind === 'resource-in-use'
+                  ? 'SubscribeToShard (another subscription is active)'
+                  : 'SubscribeToShard (transient failure)',
+            backoffMs: issue.backoffMs,
+          });
+        }
+        logger.debug('SubscribeToShard issue', { leaseKey, kind: issue.kind, backoffMs: issue.backoffMs });
+      },
+      ...(deps.onGetRecords === undefined ? {} : { onEvent: deps.onGetRecords }),
     });
   }
 

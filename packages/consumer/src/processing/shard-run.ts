@@ -17,13 +17,26 @@ export interface ShardConsumerSettings {
   readonly onProcessingError: ProcessingErrorHandler | null;
   /** Longest wait for `shutdownRequested` on a graceful stop. */
   readonly shutdownTimeoutMs: number;
+  /** Enhanced fan-out, or null for polling. */
+  readonly fanout: FanOutSettings | null;
+}
+
+/** How a shard consumer subscribes (enhanced fan-out). */
+export interface FanOutSettings {
+  /** The registered stream consumer (known once the worker has started). */
+  readonly consumerArn: () => string | null;
+  readonly subscriptionLifetimeMs: number;
+  readonly idleTimeoutMs: number;
+  readonly closedShardCheckIntervalMs: number;
 }
 
 /** The settings of every shard consumer of a worker, from the consumer's checked options. */
 export function shardConsumerSettings(
   options: ResolvedConsumerOptions,
   onProcessingError: ProcessingErrorHandler | null,
+  consumerArn: () => string | null = () => null,
 ): ShardConsumerSettings {
+  const retrieval = options.retrieval;
   return {
     maxRecords: options.maxRecords,
     pollIntervalMs: options.pollIntervalMs,
@@ -34,6 +47,15 @@ export function shardConsumerSettings(
     kinesisRetry: options.kinesisRetry,
     onProcessingError,
     shutdownTimeoutMs: options.shutdownTimeoutMs,
+    fanout:
+      retrieval.mode === 'fanout'
+        ? {
+            consumerArn,
+            subscriptionLifetimeMs: retrieval.subscriptionLifetimeMs,
+            idleTimeoutMs: retrieval.idleTimeoutMs,
+            closedShardCheckIntervalMs: retrieval.closedShardCheckIntervalMs,
+          }
+        : null,
   };
 }
 

@@ -131,6 +131,7 @@ export async function shardConsumer(options: {
       kinesisRetry: { initialMs: 100, maxMs: 100 },
       onProcessingError: null,
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000,
+      fanout: null,
     },
     workerId: 'me',
     clock,
@@ -173,6 +174,7 @@ export function unitWorker(options: {
     random,
   );
   const worker = new Worker({
+    registerStreamConsumer: null,
     options: resolved,
     store: withStoreDeadlines(faulty, clock, resolved.storeCallTimeoutMs),
     stream: options.stream,

@@ -1,0 +1,288 @@
+import { DescribeStreamConsumerCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
+import { type KclEvent, systemClock } from '@kcl/core';
+import { createMemoryLeaseStore, MemoryLeaseTable, startKinesisLocal } from '@kcl/testkit';
+import { localKinesisClient } from '@kcl/testkit/kinesis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ConsumerOptions,
+  createConsumer,
+  deregisterStreamConsumer,
+  ensureStreamConsumer,
+  type KinesisRecord,
+  type RecordProcessor,
+} from '../src/index.js';
+import { KinesisStream } from '../src/kinesis/kinesis-stream.js';
+import type { FetchedBatch } from '../src/kinesis/record-fetcher.js';
+import { ShardSubscriber, type SubscriptionIssue } from '../src/kinesis/shard-subscriber.js';
+import {
+  createStream,
+  indexOf,
+  type LocalKinesis,
+  openShards,
+  putRecords,
+  records,
+  splitShard,
+  until,
+} from './support/kinesis.js';
+
+// Enhanced fan-out against kinesis-local: registration, subscriptions renewed across their lifetime
+// (short here), and consumers in fan-out mode through a split. kinesis-local sends an event about
+// every second, and never ends a closed shard's subscription (the rest is read by GetRecords).
+
+let kinesis: LocalKinesis;
+beforeAll(async () => {
+  const emulator = await startKinesisLocal({
+    durations: { createStream: 50, splitShard: 50, mergeShards: 50, registerStreamConsumer: 50 },
+  });
+  const client = localKinesisClient(emulator);
+  kinesis = {
+    emulator,
+    client,
+    newClient: () => localKinesisClient(emulator),
+    stop: async () => {
+      client.destroy();
+      await emulator.stop();
+    },
+  };
+});
+afterAll(async () => {
+  await kinesis?.stop();
+});
+
+let streams = 0;
+async function newStream(shards: number): Promise<string> {
+  streams += 1;
+  const name = `fanout-${streams}`;
+  await createStream(kinesis.client, name, shards);
+  return name;
+}
+
+const text = (record: { readonly data: Uint8Array }): string => Buffer.from(record.data).toString();
+
+describe('stream consumer registration', () => {
+  it('registers a consumer, waits until it is ACTIVE, reuses it, and deregisters it', async () => {
+    const streamName = await newStream(1);
+    const progress: string[] = [];
+    const options = {
+      kinesis: kinesis.client,
+      stream: { streamName },
+      consumerName: 'registration',
+      onProgress: (status: string) => progress.push(status),
+    };
+    // Two workers starting at once: one registers, the other finds the name taken and waits for it.
+    const [first, second] = await Promise.all([ensureStreamConsumer(options), ensureStreamConsumer(options)]);
+    expect(first.consumerArn).toBe(second.consumerArn);
+    expect(first.consumerArn).toMatch(/consumer\/registration:/);
+    const described = await kinesis.client.send(
+      new DescribeStreamConsumerCommand({ StreamARN: first.streamArn, ConsumerName: 'registration' }),
+    );
+    expect(described.ConsumerDescription?.ConsumerStatus).toBe('ACTIVE');
+    expect(progress.length).toBeGreaterThan(0);
+    // Already ACTIVE: used at once, without waiting.
+    const waits: string[] = [];
+    await ensureStreamConsumer({ ...options, onProgress: (status) => waits.push(status) });
+    expect(waits).toEqual([]);
+    expect(await deregisterStreamConsumer(options)).toBe(true);
+    await until(
+      async () =>
+        !(await kinesis.client
+          .send(
+            new DescribeStreamConsumerCommand({ StreamARN: first.streamArn, ConsumerName: 'registration' }),
+          )
+          .then(() => true)
+          .catch(() => false)),
+      10_000,
+      'the consumer gone',
+    );
+    expect(await deregisterStreamConsumer(options)).toBe(false);
+  });
+
+  it('says which consumer did not become ACTIVE in time', async () => {
+    const streamName = await newStream(1);
+    const summary = await kinesis.client.send(new DescribeStreamSummaryCommand({ StreamName: streamName }));
+    await expect(
+      ensureStreamConsumer({
+        kinesis: kinesis.client,
+        stream: { streamArn: summary.StreamDescriptionSummary?.StreamARN ?? '' },
+        consumerName: 'too-slow',
+        timeoutMs: 1,
+      }),
+    ).rejects.toThrow(/'too-slow'.*did not become ACTIVE within 1 ms/);
+  });
+});
+
+describe('a shard subscription', () => {
+  it('delivers every record once, in order, across renewed subscriptions, one event at a time', async () => {
+    const streamName = await newStream(1);
+    const registered = await ensureStreamConsumer({
+      kinesis: kinesis.client,
+      stream: { streamName },
+      consumerName: 'renewals',
+    });
+    const [shard] = await openShards(kinesis.client, streamName);
+    const stream = new KinesisStream(
+      kinesis.newClient(),
+      { streamName },
+      { clock: systemClock, random: Math.random },
+    );
+    const issues: SubscriptionIssue[] = [];
+    const subscriber = new ShardSubscriber({
+      stream,
+      consumerArn: registered.consumerArn,
+      shardId: shard?.ShardId ?? '',
+      start: { type: 'TRIM_HORIZON' },
+      clock: systemClock,
+      random: Math.random,
+      backoff: { initialMs: 50, maxMs: 500 },
+      subscriptionLifetimeMs: 1_500,
+      idleTimeoutMs: 10_000,
+      closedShardCheckIntervalMs: 60_000,
+      polling: { maxRecords: 100, pollIntervalMs: 50 },
+      onIssue: (issue) => issues.push(issue),
+    });
+    subscriber.start();
+    const seen: string[] = [];
+    let producing = true;
+    let written = 0;
+    const producer = (async () => {
+      while (producing) {
+        await putRecords(kinesis.client, streamName, records('s', 20, 4, written));
+        written += 20;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const reader = (async () => {
+      for (;;) {
+        const batch: FetchedBatch | null = await subscriber.next();
+        if (batch === null) return;
+        seen.push(...batch.records.map((record) => text({ data: record.Data ?? new Uint8Array() })));
+      }
+    })();
+    await until(
+      () => issues.filter((issue) => issue.kind === 'renewed').length >= 3,
+      20_000,
+      'three renewals',
+    );
+    producing = false;
+    await producer;
+    await until(() => seen.length >= written, 20_000, 'every record');
+    await subscriber.stop();
+    await reader;
+    expect(seen).toHaveLength(written);
+    expect(seen.map(indexOf)).toEqual(Array.from({ length: written }, (_, index) => index));
+  });
+});
+
+describe('consumers in fan-out mode', () => {
+  const fast = {
+    leaseRenewIntervalMs: 200,
+    leaseExpiryMs: 700,
+    rebalanceIntervalMs: 150,
+    pollIntervalMs: 50,
+    parentPollIntervalMs: 100,
+    shardSyncIntervalMs: 1_000,
+    leaseCleanupIntervalMs: 1_000,
+  } as const;
+
+  /** Every Kinesis command the consumers sent, by name. */
+  const commands: string[] = [];
+  const countingClient = () => {
+    const client = kinesis.newClient();
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        commands.push(String(context.commandName));
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    return client;
+  };
+
+  function consumerOf(
+    streamName: string,
+    applicationName: string,
+    table: MemoryLeaseTable,
+    seen: Array<{ readonly shardId: string; readonly data: string }>,
+    events: KclEvent[],
+    overrides: Partial<ConsumerOptions> = {},
+  ) {
+    return createConsumer({
+      streamName,
+      applicationName,
+      kinesis: countingClient(),
+      leaseStore: createMemoryLeaseStore({ applicationName, table }),
+      initialPosition: 'TRIM_HORIZON',
+      retrieval: { mode: 'fanout', subscriptionLifetimeMs: 2_000, closedShardCheckIntervalMs: 500 },
+      ...fast,
+      onEvent: (event) => events.push(event),
+      processor: (shardId): RecordProcessor => ({
+        async processRecords({ records: batch, checkpointer }) {
+          seen.push(...batch.map((record: KinesisRecord) => ({ shardId, data: text(record) })));
+          await checkpointer.checkpoint();
+        },
+        async shardEnded({ checkpointer }) {
+          await checkpointer.checkpoint();
+        },
+      }),
+      ...overrides,
+    });
+  }
+
+  it('reads every shard through a split in order, and a restart replays nothing', async () => {
+    const streamName = await newStream(2);
+    const table = new MemoryLeaseTable();
+    const seen: Array<{ shardId: string; data: string }> = [];
+    const events: KclEvent[] = [];
+    await putRecords(kinesis.client, streamName, records('f', 200, 10));
+    const first = consumerOf(streamName, 'fanout-app', table, seen, events);
+    await first.start();
+    await until(() => seen.length >= 200, 20_000, 'the first records');
+    const [parent] = await openShards(kinesis.client, streamName);
+    await splitShard(kinesis.client, streamName, parent?.ShardId ?? '');
+    await putRecords(kinesis.client, streamName, records('f', 200, 10, 200));
+    await until(
+      () => new Set(seen.map((entry) => entry.data)).size >= 400,
+      30_000,
+      'records after the split',
+    );
+    await until(
+      () => events.some((event) => event.type === 'shard-ended'),
+      20_000,
+      'the parent ended (closed shard read to its end)',
+    );
+    await first.stop();
+    // A restart in fan-out mode starts at the checkpoints: nothing again.
+    const before = seen.length;
+    await putRecords(kinesis.client, streamName, records('f', 100, 10, 400));
+    const second = consumerOf(streamName, 'fanout-app', table, seen, events);
+    await second.start();
+    await until(() => seen.length >= before + 100, 20_000, 'the records after the restart');
+    await second.stop();
+
+    // Read by subscriptions; GetRecords only for the closed parent's rest (kinesis-local never ends
+    // a closed shard's subscription).
+    const count = (name: string) => commands.filter((command) => command === name).length;
+    expect(count('RegisterStreamConsumerCommand')).toBe(1);
+    expect(count('SubscribeToShardCommand')).toBeGreaterThanOrEqual(4);
+    expect(count('GetRecordsCommand')).toBeLessThan(count('SubscribeToShardCommand'));
+    const data = seen.map((entry) => entry.data);
+    expect(new Set(data).size).toBe(500);
+    expect(data).toHaveLength(500);
+    // In order per partition key (a key stays on one shard, and a child follows its parent).
+    const byKey = new Map<string, number[]>();
+    for (const entry of data) {
+      const index = indexOf(entry);
+      const key = String(index % 10);
+      byKey.set(key, [...(byKey.get(key) ?? []), index]);
+    }
+    for (const indexes of byKey.values()) expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+  });
+
+  it('refuses a consumer name Kinesis would refuse, naming the option', () => {
+    expect(() =>
+      consumerOf('any', 'app', new MemoryLeaseTable(), [], [], {
+        retrieval: { mode: 'fanout', consumerName: 'no spaces allowed' },
+      }),
+    ).toThrow(/retrieval\.consumerName must be 1–128 letters/);
+  });
+});
