@@ -489,8 +489,23 @@ function checkRetrieval(check: OptionProblems, given: unknown, applicationName: 
     return { mode: 'polling' };
   }
   const options = given as Record<string, unknown>;
+  for (const key of Object.keys(options)) {
+    if (!RETRIEVAL_KEYS.has(key)) {
+      check.add(`retrieval.${key} is not an option (${[...RETRIEVAL_KEYS].join(', ')})`);
+    }
+  }
+  if (options.mode === undefined) {
+    check.add("retrieval.mode is required: 'polling' or 'fanout'");
+    return { mode: 'polling' };
+  }
   const mode = check.oneOf('retrieval.mode', options.mode, ['polling', 'fanout'] as const, 'polling');
-  if (mode === 'polling') return { mode };
+  if (mode === 'polling') {
+    const fanoutKeys = Object.keys(options).filter((key) => key !== 'mode' && RETRIEVAL_KEYS.has(key));
+    if (fanoutKeys.length > 0) {
+      check.add(`retrieval.${fanoutKeys.join(', retrieval.')} only apply to mode 'fanout'`);
+    }
+    return { mode };
+  }
   const within = check.within('retrieval');
   const consumerName = within.string('consumerName', options.consumerName, applicationName.slice(0, 128));
   if (options.consumerName !== undefined && !CONSUMER_NAME.test(consumerName)) {
@@ -520,7 +535,9 @@ function checkRetrieval(check: OptionProblems, given: unknown, applicationName: 
       max: 300_000,
     },
   );
-  const idleTimeoutMs = within.integer('idleTimeoutMs', options.idleTimeoutMs, 35_000, { min: 100 });
+  // Kinesis sends an event at least every 5 s (kinesis-local every second): below that, every
+  // subscription would end as idle.
+  const idleTimeoutMs = within.integer('idleTimeoutMs', options.idleTimeoutMs, 35_000, { min: 1_000 });
   const closedShardCheckIntervalMs = within.integer(
     'closedShardCheckIntervalMs',
     options.closedShardCheckIntervalMs,
@@ -535,10 +552,6 @@ function checkRetrieval(check: OptionProblems, given: unknown, applicationName: 
       min: 1,
     },
   );
-  for (const key of Object.keys(options)) {
-    if (!RETRIEVAL_KEYS.has(key))
-      check.add(`retrieval.${key} is not an option (${[...RETRIEVAL_KEYS].join(', ')})`);
-  }
   return {
     mode,
     consumerName,

@@ -2,7 +2,7 @@ import { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { KclEvent, KclEventListener, LifecycleState } from '@kcl/core';
 import { guardLeaseStore, Lifecycle } from '@kcl/core';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { ConsumerOptions } from './consumer-options.js';
+import type { ConsumerOptions, KinesisClientSettings, ResolvedRetrieval } from './consumer-options.js';
 import { isKinesisClient, resolveConsumerSetup } from './consumer-options.js';
 import { KinesisStream } from './kinesis/kinesis-stream.js';
 import { ensureStreamConsumer } from './kinesis/stream-consumer.js';
@@ -83,7 +83,10 @@ export function createConsumer(options: ConsumerOptions): Consumer {
   const ownsClient = !isKinesisClient(options.kinesis);
   const kinesis = isKinesisClient(options.kinesis)
     ? options.kinesis
-    : new KinesisClient({ ...options.kinesis, requestHandler: new NodeHttpHandler() });
+    : new KinesisClient({
+        ...options.kinesis,
+        ...(needsHttp1(options.kinesis, resolved.retrieval) ? { requestHandler: new NodeHttpHandler() } : {}),
+      });
   const stream = new KinesisStream(kinesis, resolved.streamIdentity, {
     clock,
     random,
@@ -94,13 +97,12 @@ export function createConsumer(options: ConsumerOptions): Consumer {
   const streamConsumerRegistration = (): WorkerDependencies['registerStreamConsumer'] => {
     const retrieval = resolved.retrieval;
     if (retrieval.mode !== 'fanout') return null;
-    const given = retrieval.consumerArn;
-    if (given !== null) return () => Promise.resolve(given);
     return async (signal) => {
       const registered = await ensureStreamConsumer({
         kinesis,
         stream: resolved.streamIdentity,
         consumerName: retrieval.consumerName,
+        ...(retrieval.consumerArn === null ? {} : { consumerArn: retrieval.consumerArn }),
         timeoutMs: retrieval.registrationTimeoutMs,
         clock,
         random,
@@ -183,4 +185,14 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     else options.signal.addEventListener('abort', () => void consumer.stop(), { once: true });
   }
   return consumer;
+}
+
+/**
+ * The handler of a client kcl builds: HTTP/1.1, which every Kinesis endpoint and emulator speaks —
+ * except for enhanced fan-out on AWS, whose SubscribeToShard needs the SDK's default HTTP/2 handler.
+ * A plain `http:` endpoint is an emulator (kinesis-local serves SubscribeToShard over HTTP/1.1 only).
+ */
+function needsHttp1(settings: KinesisClientSettings, retrieval: ResolvedRetrieval): boolean {
+  if (retrieval.mode !== 'fanout') return true;
+  return settings.endpoint?.startsWith('http:') === true;
 }

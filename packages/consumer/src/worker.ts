@@ -77,8 +77,8 @@ export class Worker {
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
   #stopping = false;
-  /** Fan-out: the registered stream consumer, once the start has it. */
-  #consumerArn: string | null = null;
+  /** Fan-out: the registered stream consumer's ARN, once asked for (null: to be registered again). */
+  #streamConsumer: Promise<string> | null = null;
   /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
@@ -113,7 +113,10 @@ export class Worker {
       store: deps.store,
       stream: deps.stream,
       processorFactory: deps.processorFactory,
-      settings: shardConsumerSettings(deps.options, deps.onProcessingError, () => this.#consumerArn),
+      settings: shardConsumerSettings(deps.options, deps.onProcessingError, {
+        consumerArn: () => this.#streamConsumerArn(this.#taking.signal),
+        consumerGone: (consumerArn) => this.#streamConsumerGone(consumerArn),
+      }),
       workerId: deps.options.workerId,
       clock: deps.clock,
       random: deps.random,
@@ -182,8 +185,8 @@ export class Worker {
     proceed();
     await this.#checkMigrationMarker();
     proceed();
-    if (this.#deps.registerStreamConsumer !== null && this.#consumerArn === null) {
-      this.#consumerArn = await this.#deps.registerStreamConsumer(this.#starting.signal);
+    if (this.#deps.registerStreamConsumer !== null) {
+      await this.#streamConsumerArn(this.#starting.signal);
       proceed();
     }
     await store.workers.heartbeat(this.workerId, {
@@ -395,6 +398,49 @@ export class Worker {
     this.#deps.planner.recordTake(lease, writeSentAt);
     this.#consumers.start(this.#keeper.adopt(lease, writeSentAt));
     return true;
+  }
+
+  // ── fan-out ──────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The registered stream consumer's ARN: registered (or checked) once, and again after a subscription
+   * found it gone. After the start, a failure that retrying will not mend (a `consumerArn` that does
+   * not exist, say) stops the worker: no shard could be read.
+   */
+  #streamConsumerArn(signal: AbortSignal): Promise<string> {
+    const register = this.#deps.registerStreamConsumer;
+    if (register === null) {
+      return Promise.reject(
+        new KclError('FANOUT_NOT_CONFIGURED', '@kcl/consumer: this consumer reads by polling, not fan-out'),
+      );
+    }
+    if (this.#streamConsumer === null) {
+      const registering = register(signal);
+      this.#streamConsumer = registering;
+      registering.catch((error: unknown) => {
+        if (this.#streamConsumer === registering) this.#streamConsumer = null;
+        const lasting = !(KclError.is(error) ? error.retryable : isRetryableKinesisError(error));
+        if (lasting && this.#loops.length > 0 && !signal.aborted) {
+          this.#deps.logger.error('the stream consumer cannot be used; stopping', { error });
+          this.#deps.onFatal(error);
+        }
+      });
+    }
+    return this.#streamConsumer;
+  }
+
+  #streamConsumerGone(consumerArn: string): void {
+    const current = this.#streamConsumer;
+    if (current === null) return;
+    void current.then(
+      (arn) => {
+        if (arn === consumerArn && this.#streamConsumer === current) {
+          this.#deps.logger.warn('the stream consumer is gone; registering it again', { consumerArn });
+          this.#streamConsumer = null;
+        }
+      },
+      () => undefined,
+    );
   }
 
   // ── hand-offs this worker asked for ───────────────────────────────────────────────────────────

@@ -285,4 +285,97 @@ describe('consumers in fan-out mode', () => {
       }),
     ).toThrow(/retrieval\.consumerName must be 1–128 letters/);
   });
+
+  it('registers the stream consumer again when it was deregistered under a running consumer', async () => {
+    const streamName = await newStream(1);
+    const table = new MemoryLeaseTable();
+    const seen: Array<{ shardId: string; data: string }> = [];
+    const events: KclEvent[] = [];
+    // kinesis-local keeps serving a deregistered consumer's subscriptions; AWS answers
+    // ResourceNotFound, as this client does for the ARNs deregistered here.
+    const deregistered = new Set<string>();
+    const client = kinesis.newClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { ConsumerARN?: string };
+        if (context.commandName === 'SubscribeToShardCommand' && deregistered.has(input.ConsumerARN ?? '')) {
+          const error = new Error(`Consumer ${input.ConsumerARN} not found`);
+          error.name = 'ResourceNotFoundException';
+          throw error;
+        }
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const consumer = consumerOf(streamName, 'reregistered', table, seen, events, {
+      kinesis: client,
+      retrieval: { mode: 'fanout', subscriptionLifetimeMs: 2_000 },
+    });
+    await consumer.start();
+    const before = await ensureStreamConsumer({
+      kinesis: kinesis.client,
+      stream: { streamName },
+      consumerName: 'reregistered',
+    });
+    await putRecords(kinesis.client, streamName, records('d', 50, 5));
+    await until(() => seen.length >= 50, 20_000, 'the first records');
+    expect(
+      await deregisterStreamConsumer({
+        kinesis: kinesis.client,
+        stream: { streamName },
+        consumerName: 'reregistered',
+      }),
+    ).toBe(true);
+    deregistered.add(before.consumerArn);
+    const summary = await kinesis.client.send(new DescribeStreamSummaryCommand({ StreamName: streamName }));
+    const describe = () =>
+      kinesis.client
+        .send(
+          new DescribeStreamConsumerCommand({
+            StreamARN: summary.StreamDescriptionSummary?.StreamARN,
+            ConsumerName: 'reregistered',
+          }),
+        )
+        .then((output) => output.ConsumerDescription)
+        .catch(() => undefined);
+    // The next subscription (at the latest after its 2 s lifetime) finds it gone and registers it again.
+    await until(
+      async () => (await describe())?.ConsumerStatus === 'ACTIVE',
+      20_000,
+      'the consumer registered again',
+    );
+    await putRecords(kinesis.client, streamName, records('d', 50, 5, 50));
+    await until(() => new Set(seen.map((entry) => entry.data)).size >= 100, 40_000, 'the records after it');
+    await consumer.stop();
+    expect((await describe())?.ConsumerARN).not.toBe(before.consumerArn);
+    expect(seen.map((entry) => indexOf(entry.data))).toEqual(
+      Array.from({ length: 100 }, (_, index) => index),
+    );
+  });
+
+  it('refuses to start with a consumerArn of another stream', async () => {
+    const [reading, other] = [await newStream(1), await newStream(1)];
+    const registered = await ensureStreamConsumer({
+      kinesis: kinesis.client,
+      stream: { streamName: other },
+      consumerName: 'elsewhere',
+    });
+    const consumer = consumerOf(reading, 'mismatch', new MemoryLeaseTable(), [], [], {
+      retrieval: { mode: 'fanout', consumerArn: registered.consumerArn },
+    });
+    await expect(consumer.start()).rejects.toThrow(/is a consumer of .*fanout-\d+, not of/);
+  });
+
+  it('asks for a retrieval mode, and keeps fan-out settings out of polling', () => {
+    expect(() =>
+      consumerOf('any', 'app', new MemoryLeaseTable(), [], [], {
+        retrieval: { consumerName: 'x' } as never,
+      }),
+    ).toThrow(/retrieval\.mode is required/);
+    expect(() =>
+      consumerOf('any', 'app', new MemoryLeaseTable(), [], [], {
+        retrieval: { mode: 'polling', consumerName: 'x' } as never,
+      }),
+    ).toThrow(/retrieval\.consumerName only apply to mode 'fanout'/);
+  });
 });

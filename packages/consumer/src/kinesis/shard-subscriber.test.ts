@@ -3,7 +3,7 @@ import { ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
 import type { IteratorPosition, ShardEvent, StreamReader } from './kinesis-stream.js';
 import type { FetchedBatch } from './record-fetcher.js';
-import { ShardSubscriber, type SubscriptionIssue } from './shard-subscriber.js';
+import { ShardSubscriber, type ShardSubscriberOptions, type SubscriptionIssue } from './shard-subscriber.js';
 
 // ShardSubscriber with a scripted SubscribeToShard (the faults Kinesis can send); the real service is
 // exercised in test/fanout.test.ts against kinesis-local.
@@ -76,7 +76,15 @@ function scriptedStream(scripts: Script[], shards: Shard[] = [shard('shard-0')])
 }
 
 function subscriberOf(stream: StreamReader, clock: ManualClock, issues: SubscriptionIssue[] = []) {
-  return new ShardSubscriber({
+  return new ShardSubscriber(optionsOf(stream, clock, issues));
+}
+
+function optionsOf(
+  stream: StreamReader,
+  clock: ManualClock,
+  issues: SubscriptionIssue[] = [],
+): ShardSubscriberOptions {
+  return {
     stream,
     consumerArn: 'arn:consumer',
     shardId: 'shard-0',
@@ -88,8 +96,8 @@ function subscriberOf(stream: StreamReader, clock: ManualClock, issues: Subscrip
     idleTimeoutMs: 5_000,
     closedShardCheckIntervalMs: 1_000,
     polling: { maxRecords: 100, pollIntervalMs: 100 },
-    onIssue: (issue) => issues.push(issue),
-  });
+    onIssue: (issue: SubscriptionIssue) => issues.push(issue),
+  };
 }
 
 const sequences = (batch: FetchedBatch | null): number[] =>
@@ -188,13 +196,20 @@ describe('ShardSubscriber', () => {
   it('fails on ResourceNotFound while the shard is listed (the consumer is gone), ends the shard when it is not', async () => {
     const clock = new ManualClock();
     const listed = scriptedStream([{ events: [], refuse: named('ResourceNotFoundException') }]);
-    const failing = subscriberOf(listed.stream, clock);
+    let gone = 0;
+    const failing = new ShardSubscriber({
+      ...optionsOf(listed.stream, clock),
+      onConsumerGone: () => {
+        gone += 1;
+      },
+    });
     failing.start();
-    await expect(failing.next()).rejects.toThrow('ResourceNotFoundException');
+    await expect(failing.next()).rejects.toMatchObject({ code: 'STREAM_CONSUMER_GONE' });
+    expect(gone).toBe(1);
     await failing.stop();
 
-    const gone = scriptedStream([{ events: [], refuse: named('ResourceNotFoundException') }], []);
-    const ending = subscriberOf(gone.stream, clock);
+    const deleted = scriptedStream([{ events: [], refuse: named('ResourceNotFoundException') }], []);
+    const ending = subscriberOf(deleted.stream, clock);
     ending.start();
     expect((await ending.next())?.shardEnd).toEqual({ childShards: [], gone: true });
     await ending.stop();
@@ -231,6 +246,75 @@ describe('ShardSubscriber', () => {
     expect(seen.at(-1)?.shardEnd?.childShards.map((child) => child.ShardId)).toEqual(['shard-1']);
     expect(positions).toEqual(['1002']);
     expect(issues.map((issue) => issue.kind)).toContain('closed-without-children');
+    await subscriber.stop();
+  });
+
+  it('does not take an end without children on an open shard for the shard end: it subscribes again', async () => {
+    const clock = new ManualClock();
+    const { stream, subscriptions } = scriptedStream([
+      { events: [event(1, 2), { ...event(3, 3, null), childShards: [] }], after: 'hang' },
+      { events: [event(4, 4)], after: 'hang' },
+    ]);
+    const subscriber = subscriberOf(stream, clock);
+    subscriber.start();
+    const batches: FetchedBatch[] = [];
+    for (let index = 0; index < 3; index++) {
+      const next = subscriber.next();
+      await clock.advance(1_000);
+      batches.push((await next) as FetchedBatch);
+    }
+    expect(batches.flatMap(sequences)).toEqual([1, 2, 3, 4]);
+    expect(batches.every((batch) => batch.shardEnd === null)).toBe(true);
+    expect(subscriptions[1]).toEqual({ type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: '1003' });
+    await subscriber.stop();
+  });
+
+  it('waits before subscribing again when a subscription ends before its first event', async () => {
+    const clock = new ManualClock();
+    const { stream, subscriptions } = scriptedStream(
+      Array.from({ length: 50 }, () => ({ events: [], after: 'end' as const })),
+    );
+    const subscriber = subscriberOf(stream, clock);
+    subscriber.start();
+    await clock.advance(1_000);
+    // Backoff from 100 ms (doubling to 1 s): a handful of attempts in a second, not a tight loop.
+    expect(subscriptions.length).toBeGreaterThan(1);
+    expect(subscriptions.length).toBeLessThan(8);
+    await subscriber.stop();
+  });
+
+  it('reads a closed shard from its last continuation when no record came yet', async () => {
+    const clock = new ManualClock();
+    const { stream } = scriptedStream(
+      [
+        {
+          events: [
+            { ...event(1, 0, '1005'), records: [] },
+            { ...event(1, 0, '1005'), records: [] },
+          ],
+          after: 'hang',
+        },
+      ],
+      [shard('shard-0', '1010')],
+    );
+    const positions: IteratorPosition[] = [];
+    stream.getShardIterator = async (_shardId, position) => {
+      positions.push(position);
+      return 'tail';
+    };
+    stream.getRecords = async () => ({
+      Records: [],
+      ChildShards: [{ ShardId: 'shard-1', ParentShards: ['shard-0'], HashKeyRange: undefined }],
+    });
+    const subscriber = new ShardSubscriber({
+      ...optionsOf(stream, clock),
+      start: { type: 'LATEST' },
+      closedShardCheckIntervalMs: 0,
+    });
+    subscriber.start();
+    expect((await subscriber.next())?.records).toEqual([]);
+    await clock.advance(1_000);
+    expect(positions).toEqual([{ type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: '1005' }]);
     await subscriber.stop();
   });
 });

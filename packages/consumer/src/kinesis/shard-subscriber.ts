@@ -28,6 +28,8 @@ export interface ShardSubscriberOptions {
   /** For the GetRecords read of a closed shard's rest. */
   readonly polling: { readonly maxRecords: number; readonly pollIntervalMs: number };
   readonly onIssue?: (issue: SubscriptionIssue) => void;
+  /** The stream consumer was found gone (deregistered) while the shard is still there. */
+  readonly onConsumerGone?: () => void;
   /** Called with the records of each event (and how long it waited for it). */
   readonly onEvent?: (waitedMs: number, recordCount: number) => void;
 }
@@ -66,6 +68,8 @@ export class ShardSubscriber implements BatchSource {
   /** Reads a closed shard's rest once the subscription turned out not to end it. */
   #tail: RecordFetcher | null = null;
   #loop: Promise<void> | null = null;
+  /** When ListShards was last asked whether the shard is closed (across subscriptions). */
+  #lastClosedCheck: number;
 
   constructor(options: ShardSubscriberOptions) {
     if (options.stream.subscribeToShard === undefined) {
@@ -75,6 +79,7 @@ export class ShardSubscriber implements BatchSource {
       );
     }
     this.#options = options;
+    this.#lastClosedCheck = options.clock.monotonicNow();
   }
 
   start(): void {
@@ -128,6 +133,12 @@ export class ShardSubscriber implements BatchSource {
         )(options.consumerArn, options.shardId, this.#position(), subscription.signal);
         const outcome = await this.#read(events, subscription, backoff);
         if (outcome === 'ended' || outcome === 'closed') return;
+        if (outcome === 'empty') {
+          // Ended before its first event: not again at once (an endpoint that closes every stream).
+          const delay = backoff.next();
+          options.onIssue?.({ kind: 'transient', error: null, backoffMs: delay });
+          await options.clock.sleep(delay, signal);
+        }
       } catch (error) {
         if (signal.aborted) break;
         await this.#onFailure(error, backoff);
@@ -139,19 +150,20 @@ export class ShardSubscriber implements BatchSource {
   }
 
   /**
-   * Reads one subscription's events until it ends, is renewed or goes idle ('again'), the shard ends
-   * ('ended'), or the shard turned out closed and its rest is left to GetRecords ('closed').
+   * Reads one subscription's events until it ends, is renewed or goes idle ('again'; 'empty' when it
+   * ended before its first event), the shard ends ('ended'), or the shard turned out closed and its
+   * rest is left to GetRecords ('closed').
    */
   async #read(
     events: AsyncIterable<ShardEvent>,
     subscription: AbortController,
     backoff: Backoff,
-  ): Promise<'again' | 'ended' | 'closed'> {
+  ): Promise<'again' | 'empty' | 'ended' | 'closed'> {
     const options = this.#options;
     const { clock } = options;
     const signal = this.#controller.signal;
     const subscribedAt = clock.monotonicNow();
-    let lastClosedCheck = clock.monotonicNow();
+    let eventCount = 0;
     const iterator = events[Symbol.asyncIterator]();
     try {
       for (;;) {
@@ -167,11 +179,20 @@ export class ShardSubscriber implements BatchSource {
           options.onIssue?.({ kind: 'idle', error: null, backoffMs: 0 });
           return 'again';
         }
-        if (next.done === true) return 'again';
+        if (next.done === true) return eventCount === 0 ? 'empty' : 'again';
+        eventCount += 1;
         backoff.reset();
         const event = next.value;
         const records = this.#unseen(event.records);
         options.onEvent?.(clock.monotonicNow() - waitStarted, records.length);
+        if (event.continuationSequenceNumber === null && event.childShards.length === 0) {
+          // An end without children: believed only when ListShards shows the shard closed (then its
+          // rest is read by GetRecords, which finds the children); an open shard is subscribed again.
+          this.#push({ records, millisBehindLatest: event.millisBehindLatest, shardEnd: null });
+          if (!(await this.#closed())) return 'again';
+          this.#readRestByPolling();
+          return 'closed';
+        }
         if (event.continuationSequenceNumber === null) {
           this.#push({
             records,
@@ -186,9 +207,9 @@ export class ShardSubscriber implements BatchSource {
         this.#push({ records, millisBehindLatest: event.millisBehindLatest, shardEnd: null });
         if (
           records.length === 0 &&
-          clock.monotonicNow() - lastClosedCheck >= options.closedShardCheckIntervalMs
+          clock.monotonicNow() - this.#lastClosedCheck >= options.closedShardCheckIntervalMs
         ) {
-          lastClosedCheck = clock.monotonicNow();
+          this.#lastClosedCheck = clock.monotonicNow();
           if (await this.#closed()) {
             this.#readRestByPolling();
             return 'closed';
@@ -237,7 +258,14 @@ export class ShardSubscriber implements BatchSource {
     const kind = classifyKinesisError(error);
     if (kind === 'not-found') {
       // The shard (or stream) is gone — or the consumer is: that is not the shard's end.
-      if (await this.#shardListed()) throw error;
+      if (await this.#shardListed()) {
+        options.onConsumerGone?.();
+        throw new KclError(
+          'STREAM_CONSUMER_GONE',
+          `@kcl/consumer: SubscribeToShard on ${options.shardId} found no stream consumer ${options.consumerArn} (deregistered?); it is registered again`,
+          { retryable: true, cause: error },
+        );
+      }
       this.#push({ records: [], millisBehindLatest: 0, shardEnd: { childShards: [], gone: true } });
       this.#ended = true;
       this.#wakeConsumer?.();
@@ -299,10 +327,7 @@ export class ShardSubscriber implements BatchSource {
     const tail = new RecordFetcher({
       stream: options.stream,
       shardId: options.shardId,
-      start:
-        this.#lastSequenceText === null
-          ? options.start
-          : { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: this.#lastSequenceText },
+      start: this.#position(),
       maxRecords: options.polling.maxRecords,
       pollIntervalMs: options.polling.pollIntervalMs,
       minCallSpacingMs: 200,

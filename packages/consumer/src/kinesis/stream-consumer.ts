@@ -17,6 +17,11 @@ export interface StreamConsumerOptions {
   readonly stream: StreamIdentity;
   /** The registered consumer's name (the Java KCL uses the application name). */
   readonly consumerName: string;
+  /**
+   * A consumer registered elsewhere, used as it is: it must be a consumer of `stream` (checked), and
+   * it is waited for until ACTIVE but never registered.
+   */
+  readonly consumerArn?: string;
   /** How long to wait for the consumer to become ACTIVE. Default 300 000 (Kinesis takes seconds). */
   readonly timeoutMs?: number;
   readonly clock?: Clock;
@@ -36,6 +41,8 @@ export interface StreamConsumer {
 interface Described {
   readonly status: string;
   readonly consumerArn: string;
+  readonly consumerName: string;
+  readonly streamArn: string | null;
 }
 
 /**
@@ -44,7 +51,8 @@ interface Described {
  * (RegisterStreamConsumer) and waited for; one being created is waited for; one being deleted is
  * waited out and registered again. Several workers may call this at once: a registration that finds
  * the name taken (ResourceInUse) waits for the other's. Throttling (LimitExceeded: DescribeStreamConsumer
- * allows 20 calls per second per stream, RegisterStreamConsumer 5) backs off with jitter.
+ * allows 20 calls per second per stream, RegisterStreamConsumer 5) backs off with jitter. With
+ * `consumerArn`, that consumer is checked to belong to the stream and waited for, never registered.
  */
 export async function ensureStreamConsumer(options: StreamConsumerOptions): Promise<StreamConsumer> {
   const clock = options.clock ?? systemClock;
@@ -52,14 +60,25 @@ export async function ensureStreamConsumer(options: StreamConsumerOptions): Prom
   const timeoutMs = options.timeoutMs ?? 300_000;
   const give = clock.monotonicNow() + timeoutMs;
   const backoff = new Backoff({ initialMs: 500, maxMs: 5_000, random });
-  const streamArn = await streamArnOf(options);
   const { kinesis, consumerName, signal } = options;
+  const given = options.consumerArn ?? null;
+  let streamArn: string | null = null;
   for (;;) {
     let status: string;
     try {
-      const described = await describe(kinesis, streamArn, consumerName, signal);
+      streamArn ??= await streamArnOf(options);
+      const described = await describe(kinesis, streamArn, given ?? consumerName, signal, given !== null);
+      if (given !== null) {
+        if (described === null) throw consumerNotFound(given);
+        if (described.streamArn !== null && described.streamArn !== streamArn) {
+          throw new KclError(
+            'STREAM_CONSUMER_MISMATCH',
+            `@kcl/consumer: retrieval.consumerArn ${given} is a consumer of ${described.streamArn}, not of ${streamArn}; give a consumer of the stream this application reads`,
+          );
+        }
+      }
       if (described?.status === 'ACTIVE') {
-        return { consumerName, consumerArn: described.consumerArn, streamArn };
+        return { consumerName: described.consumerName, consumerArn: described.consumerArn, streamArn };
       }
       if (described === null) {
         await kinesis.send(
@@ -74,17 +93,19 @@ export async function ensureStreamConsumer(options: StreamConsumerOptions): Prom
       }
     } catch (error) {
       const name = (error as { name?: string } | null)?.name;
+      if (KclError.is(error) && !error.retryable) throw error;
       // Registered by another worker meanwhile: wait for it like our own.
       if (name === 'ResourceInUseException') status = 'registered elsewhere';
-      else if (classifyKinesisError(error) === 'fatal' && name !== 'LimitExceededException') throw error;
-      else status = 'retrying';
+      else if (name === 'LimitExceededException') status = 'throttled, or the stream has its 20 consumers';
+      else if (classifyKinesisError(error) === 'fatal') throw error;
+      else status = 'retrying after a failure';
     }
     const delay = backoff.next();
     if (signal?.aborted) throw signal.reason ?? stopped();
     if (clock.monotonicNow() + delay > give) {
       throw new KclError(
         'STREAM_CONSUMER_NOT_ACTIVE',
-        `@kcl/consumer: the stream consumer '${consumerName}' of ${streamArn} did not become ACTIVE within ${timeoutMs} ms (last seen: ${status}); check it with DescribeStreamConsumer`,
+        `@kcl/consumer: the stream consumer '${given ?? consumerName}' of ${streamArn ?? streamNameOf(options.stream)} did not become ACTIVE within ${timeoutMs} ms (last seen: ${status}); check it with DescribeStreamConsumer, and ListStreamConsumers for the limit of 20 per stream`,
         { retryable: true },
       );
     }
@@ -135,21 +156,40 @@ async function streamArnOf(
 async function describe(
   kinesis: KinesisClient,
   streamArn: string,
-  consumerName: string,
+  consumer: string,
   signal: AbortSignal | undefined,
+  byArn: boolean,
 ): Promise<Described | null> {
   try {
     const output = await kinesis.send(
-      new DescribeStreamConsumerCommand({ StreamARN: streamArn, ConsumerName: consumerName }),
+      new DescribeStreamConsumerCommand(
+        byArn ? { ConsumerARN: consumer } : { StreamARN: streamArn, ConsumerName: consumer },
+      ),
       { ...(signal === undefined ? {} : { abortSignal: signal }) },
     );
     const description = output.ConsumerDescription;
     if (description?.ConsumerARN === undefined) return null;
-    return { status: description.ConsumerStatus ?? 'CREATING', consumerArn: description.ConsumerARN };
+    return {
+      status: description.ConsumerStatus ?? 'CREATING',
+      consumerArn: description.ConsumerARN,
+      consumerName: description.ConsumerName ?? consumer,
+      streamArn: description.StreamARN ?? null,
+    };
   } catch (error) {
     if ((error as { name?: string } | null)?.name === 'ResourceNotFoundException') return null;
     throw error;
   }
+}
+
+function consumerNotFound(consumerArn: string): KclError {
+  return new KclError(
+    'STREAM_CONSUMER_NOT_FOUND',
+    `@kcl/consumer: the stream consumer ${consumerArn} (retrieval.consumerArn) does not exist; register it, or give retrieval.consumerName to have it registered`,
+  );
+}
+
+function streamNameOf(stream: StreamIdentity): string {
+  return 'streamName' in stream ? stream.streamName : stream.streamArn;
 }
 
 function stopped(): KclError {

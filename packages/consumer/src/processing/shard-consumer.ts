@@ -1,5 +1,5 @@
 import type { Clock, KclEvent, LeaseHandoff, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { type ExtendedSequenceNumber, KclError, shardIdOfLeaseKey } from '@kcl/core';
+import { type ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
 import { Backoff } from '../backoff.js';
 import { type IteratorPosition, type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
 import { type BatchSource, type FetchedBatch, RecordFetcher } from '../kinesis/record-fetcher.js';
@@ -232,7 +232,8 @@ export class ShardConsumer {
 
   async #process(run: ProcessorRun): Promise<ShardConsumerOutcome> {
     this.#state = 'processing';
-    const fetcher = this.#createFetcher();
+    const fetcher = await this.#createFetcher();
+    if (this.#halted) return this.#finish();
     this.#fetcher = fetcher;
     fetcher.start();
     const halt = this.#halt.signal;
@@ -251,7 +252,7 @@ export class ShardConsumer {
   }
 
   /** The fetcher of the shard (polling or a fan-out subscription), from the checkpoint; its issues become events. */
-  #createFetcher(): BatchSource {
+  async #createFetcher(): Promise<BatchSource> {
     const deps = this.#deps;
     const { workerId, settings, logger } = deps;
     const leaseKey = this.leaseKey;
@@ -291,18 +292,13 @@ export class ShardConsumer {
     });
   }
 
-  #createSubscriber(start: IteratorPosition, fanout: FanOutSettings): ShardSubscriber {
+  async #createSubscriber(start: IteratorPosition, fanout: FanOutSettings): Promise<ShardSubscriber> {
     const deps = this.#deps;
     const { workerId, settings, logger } = deps;
     const leaseKey = this.leaseKey;
-    const consumerArn = fanout.consumerArn();
-    if (consumerArn === null) {
-      throw new KclError(
-        'FANOUT_NOT_REGISTERED',
-        '@kcl/consumer: no registered stream consumer to subscribe with',
-      );
-    }
+    const consumerArn = await fanout.consumerArn();
     return new ShardSubscriber({
+      onConsumerGone: () => fanout.consumerGone(consumerArn),
       stream: deps.stream,
       consumerArn,
       shardId: this.shardId,
@@ -329,7 +325,13 @@ export class ShardConsumer {
             backoffMs: issue.backoffMs,
           });
         }
-        logger.debug('SubscribeToShard issue', { leaseKey, kind: issue.kind, backoffMs: issue.backoffMs });
+        const log = issue.kind === 'invalid-argument' ? logger.warn : logger.debug;
+        log.call(logger, 'SubscribeToShard issue', {
+          leaseKey,
+          kind: issue.kind,
+          backoffMs: issue.backoffMs,
+          error: issue.error,
+        });
       },
       ...(deps.onGetRecords === undefined ? {} : { onEvent: deps.onGetRecords }),
     });

@@ -23,8 +23,10 @@ export interface ShardConsumerSettings {
 
 /** How a shard consumer subscribes (enhanced fan-out). */
 export interface FanOutSettings {
-  /** The registered stream consumer (known once the worker has started). */
-  readonly consumerArn: () => string | null;
+  /** The registered stream consumer's ARN (registered again when it was found gone). */
+  readonly consumerArn: () => Promise<string>;
+  /** A subscription found the stream consumer gone (deregistered): the next one registers it again. */
+  readonly consumerGone: (consumerArn: string) => void;
   readonly subscriptionLifetimeMs: number;
   readonly idleTimeoutMs: number;
   readonly closedShardCheckIntervalMs: number;
@@ -34,7 +36,7 @@ export interface FanOutSettings {
 export function shardConsumerSettings(
   options: ResolvedConsumerOptions,
   onProcessingError: ProcessingErrorHandler | null,
-  consumerArn: () => string | null = () => null,
+  streamConsumer: Pick<FanOutSettings, 'consumerArn' | 'consumerGone'> | null = null,
 ): ShardConsumerSettings {
   const retrieval = options.retrieval;
   return {
@@ -48,9 +50,9 @@ export function shardConsumerSettings(
     onProcessingError,
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     fanout:
-      retrieval.mode === 'fanout'
+      retrieval.mode === 'fanout' && streamConsumer !== null
         ? {
-            consumerArn,
+            ...streamConsumer,
             subscriptionLifetimeMs: retrieval.subscriptionLifetimeMs,
             idleTimeoutMs: retrieval.idleTimeoutMs,
             closedShardCheckIntervalMs: retrieval.closedShardCheckIntervalMs,
