@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createClientForEndpoint, isLoopbackEndpoint, PLACEHOLDER_CREDENTIALS } from './aws-clients.js';
+import {
+  createClientForEndpoint,
+  isLoopbackEndpoint,
+  kinesisHttpVersion,
+  PLACEHOLDER_CREDENTIALS,
+} from './aws-clients.js';
 import type { CredentialsSource } from './credentials-provider.js';
 
 describe('isLoopbackEndpoint', () => {
@@ -18,6 +23,23 @@ describe('isLoopbackEndpoint', () => {
 
   it('is false without an endpoint', () => {
     expect(isLoopbackEndpoint(null)).toBe(false);
+  });
+});
+
+describe('kinesisHttpVersion', () => {
+  it.each([
+    ['polling', null, '1.1'],
+    ['polling', 'https://kinesis.eu-west-1.amazonaws.com', '1.1'],
+    // SubscribeToShard on AWS needs HTTP/2…
+    ['fanout', null, '2'],
+    ['fanout', 'https://kinesis.eu-west-1.amazonaws.com', '2'],
+    ['fanout', 'https://vpce-123.kinesis.us-east-1.vpce.amazonaws.com', '2'],
+    // …and kinesis-local serves it over HTTP/1.1 only.
+    ['fanout', 'http://127.0.0.1:4567', '1.1'],
+    ['fanout', 'https://localhost:4568', '1.1'],
+    ['fanout', 'http://kinesis-local:4567', '1.1'],
+  ] as const)('%s against %s → HTTP/%s', (retrieval, endpoint, expected) => {
+    expect(kinesisHttpVersion(retrieval, endpoint)).toBe(expected);
   });
 });
 

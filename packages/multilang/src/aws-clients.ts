@@ -2,7 +2,7 @@ import { CloudWatchClient, type CloudWatchClientConfig } from '@aws-sdk/client-c
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { KinesisClient, type KinesisClientConfig } from '@aws-sdk/client-kinesis';
 import { ConfigurationError } from '@kcl/core';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { NodeHttp2Handler, NodeHttpHandler } from '@smithy/node-http-handler';
 import type { CredentialsSource } from './credentials-provider.js';
 
 export interface AwsClientSettings {
@@ -26,15 +26,33 @@ function credentialSettings(source: CredentialsSource): Pick<KinesisClientConfig
 }
 
 /**
- * The Kinesis client. It always speaks HTTP/1.1 (`NodeHttpHandler`): polling needs nothing more, and
- * local emulators (kinesis-local, kinesalite) require it.
+ * The HTTP version of the Kinesis client. Polling needs nothing more than HTTP/1.1. SubscribeToShard
+ * (fan-out) is only supported over HTTP/2 on AWS — the AWS SDK's default for Kinesis and what the Java
+ * KCL uses — while kinesis-local serves it over HTTP/1.1 only (TOOLCHAIN §8) and kinesalite speaks
+ * nothing else; so HTTP/2 for fan-out, except against a plain `http://` endpoint or one on this machine.
  */
-export function createKinesisClient(settings: AwsClientSettings): KinesisClient {
+export function kinesisHttpVersion(retrieval: 'polling' | 'fanout', endpoint: string | null): '1.1' | '2' {
+  if (retrieval === 'polling') return '1.1';
+  if (endpoint === null) return '2';
+  return endpoint.startsWith('http:') || isLoopbackEndpoint(endpoint) ? '1.1' : '2';
+}
+
+/**
+ * The Kinesis client, on HTTP/1.1 (`NodeHttpHandler`) or HTTP/2 (see `kinesisHttpVersion`). The
+ * request timeout is an inactivity timeout, so a subscription that receives an event every few
+ * seconds is not cut by it.
+ */
+export function createKinesisClient(
+  settings: AwsClientSettings & { readonly httpVersion?: '1.1' | '2' },
+): KinesisClient {
   const config: KinesisClientConfig = {
     ...credentialSettings(settings.credentials),
     ...(settings.region === null ? {} : { region: settings.region }),
     ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint }),
-    requestHandler: new NodeHttpHandler({ connectionTimeout: 10_000, requestTimeout: 30_000 }),
+    requestHandler:
+      settings.httpVersion === '2'
+        ? new NodeHttp2Handler({ requestTimeout: 30_000 })
+        : new NodeHttpHandler({ connectionTimeout: 10_000, requestTimeout: 30_000 }),
   };
   return new KinesisClient(config);
 }

@@ -12,10 +12,12 @@ import {
   createClientForEndpoint,
   createCloudWatchClient,
   createKinesisClient,
+  kinesisHttpVersion,
   requireRegion,
 } from './aws-clients.js';
 import type { MultiLangConfiguration } from './multilang-configuration.js';
 import { openMultiLangLeaseStore } from './multilang-lease-store.js';
+import { retrievalOptions } from './read-retrieval.js';
 
 /**
  * What was opened for a daemon (clients, the lease store, the metrics sink), closed in the reverse
@@ -97,6 +99,7 @@ async function openKinesisClient(context: MultiLangConsumerContext): Promise<Kin
         region: configuration.region,
         endpoint: configuration.kinesisEndpoint,
         credentials,
+        httpVersion: kinesisHttpVersion(configuration.retrieval.mode, configuration.kinesisEndpoint),
       }),
     configuration.kinesisCredentials,
     configuration.kinesisEndpoint,
@@ -161,6 +164,7 @@ function consumerSettings(
     ...(configuration.maxLeasesForWorker === null
       ? {}
       : { maxLeasesForWorker: configuration.maxLeasesForWorker }),
+    retrieval: retrievalOptions(configuration.retrieval),
     pollIntervalMs: timings.pollIntervalMs,
     maxRecords: configuration.maxRecords,
     parentPollIntervalMs: timings.parentPollIntervalMs,

@@ -343,17 +343,6 @@ export function readMetrics(reader: PropertyReader, kinesisEndpoint: string | nu
 
 /** Keys that are accepted for compatibility but change nothing here, or only what is logged. */
 export function readCompatibility(reader: PropertyReader): { readonly logLevel: LogLevel } {
-  const retrievalMode = reader.oneOf(
-    'retrievalMode',
-    ['POLLING', 'DEFAULT', 'FANOUT'] as const,
-    'POLLING',
-    'upper',
-  );
-  if (retrievalMode === 'FANOUT') {
-    reader.warnings.push(
-      'retrievalMode = FANOUT: enhanced fan-out is not available yet; records are read by polling GetRecords',
-    );
-  }
   if (!reader.boolean('cleanupLeasesUponShardCompletion', true)) {
     reader.warnings.push(
       'cleanupLeasesUponShardCompletion = false cannot be honoured: finished parent leases are always deleted once all their children have started',

@@ -5,6 +5,7 @@ export {
   createDynamoClient,
   createKinesisClient,
   isLoopbackEndpoint,
+  kinesisHttpVersion,
   PLACEHOLDER_CREDENTIALS,
 } from './aws-clients.js';
 export type { ChildCheckpointerOptions } from './child-checkpointer.js';
@@ -32,6 +33,8 @@ export type {
   MultiLangConfigurationContext,
   MultiLangTimings,
   ResolvedMultiLangConfiguration,
+  RetrievalConfiguration,
+  RetrievalModeProperty,
 } from './multilang-configuration.js';
 export { MULTILANG_DEFAULTS } from './multilang-configuration.js';
 export type {

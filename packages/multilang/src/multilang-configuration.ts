@@ -30,6 +30,32 @@ export interface MultiLangTimings {
   readonly retryMaxMs: number;
 }
 
+/** `retrievalMode` as written (unset is `DEFAULT`). */
+export type RetrievalModeProperty = 'DEFAULT' | 'POLLING' | 'FANOUT';
+
+/**
+ * How shards are read, and why: `retrievalMode` and the polling keys that were set decide it as the
+ * Java daemon decides (`DEFAULT` is fan-out unless a polling key is set).
+ */
+export type RetrievalConfiguration =
+  | {
+      /** GetRecords, every `idleTimeBetweenReadsInMillis`. */
+      readonly mode: 'polling';
+      readonly retrievalMode: RetrievalModeProperty;
+      /** The polling keys set in the file, in catalogue order. */
+      readonly pollingKeys: readonly string[];
+    }
+  | {
+      /** Enhanced fan-out: a registered stream consumer, records pushed by SubscribeToShard. */
+      readonly mode: 'fanout';
+      readonly retrievalMode: RetrievalModeProperty;
+      readonly pollingKeys: readonly string[];
+      /** `fanoutConfig.consumerName`, default `applicationName`: registered when missing. */
+      readonly consumerName: string;
+      /** `fanoutConfig.consumerArn`: an already registered consumer, used as given. */
+      readonly consumerArn: string | null;
+    };
+
 /** A properties file, checked and turned into what the daemon needs. */
 export interface MultiLangConfiguration {
   readonly executable: ExecutableCommand;
@@ -46,6 +72,7 @@ export interface MultiLangConfiguration {
   readonly cloudWatchCredentials: CredentialsSource;
   readonly leaseStore: LeaseStoreConfiguration;
   readonly timings: MultiLangTimings;
+  readonly retrieval: RetrievalConfiguration;
   readonly maxRecords: number;
   readonly maxLeasesForWorker: number | null;
   readonly maxLeasesToSteal: number;

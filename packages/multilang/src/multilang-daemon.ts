@@ -9,6 +9,7 @@ import { logConsumerEvent } from './log-consumer-event.js';
 import type { MultiLangConfiguration } from './multilang-configuration.js';
 import type { MultiLangChildError, MultiLangShardGivenUpError } from './multilang-errors.js';
 import { createMultiLangProcessorFactory } from './multilang-record-processor.js';
+import { describeRetrieval } from './read-retrieval.js';
 import { ReplayMemoryBudget } from './replay-buffer.js';
 
 export interface MultiLangDaemonOptions {
@@ -148,6 +149,9 @@ class ChildProcessDaemon implements MultiLangDaemon {
     const options = this.#options;
     const configuration = this.#configuration;
     let consumer: Consumer;
+    // Before the build: registering a fan-out consumer can take a while, and this says why it happens.
+    const retrieval = describeRetrieval(configuration.retrieval);
+    this.#logger[retrieval.warn ? 'warn' : 'info'](retrieval.message);
     try {
       const built = await buildMultiLangConsumer({
         configuration,

@@ -34,6 +34,11 @@ const noEffect = (key: string, defaultValue: string, meaning: string): PropertyD
   meaning,
 });
 
+// Java counts the calls of one start attempt (and retries the whole start); here the registration is
+// one wait with backoff, bounded by time, so there is no count to map these to.
+const FANOUT_RETRIES =
+  'the stream consumer is registered and waited for with backoff (0.5 s growing to 5 s, with jitter) until it is ACTIVE, for up to 5 minutes';
+
 /** Every key kcl-multilang knows: the Java MultiLangDaemon's keys and its own `kcl.` extensions. */
 export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
   supported('executableName', 'required', 'the child command line, split on spaces, started without a shell'),
@@ -64,8 +69,16 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
     'failoverTimeMillis / 2',
     'how often the worker takes and balances leases',
   ),
-  supported('maxRecords', '10000', 'records per GetRecords call (1–10000)'),
-  supported('idleTimeBetweenReadsInMillis', '1500', 'wait between GetRecords calls of a caught-up shard'),
+  supported(
+    'maxRecords',
+    '10000',
+    'records per GetRecords call (1–10000); a polling key: set, it makes retrievalMode DEFAULT poll',
+  ),
+  supported(
+    'idleTimeBetweenReadsInMillis',
+    '1500',
+    'wait between GetRecords calls of a caught-up shard; a polling key: set, it makes retrievalMode DEFAULT poll',
+  ),
   supported('maxLeasesForWorker', 'unlimited', 'the most leases this worker holds'),
   supported('maxLeasesToStealAtOneTime', '1', 'the most leases one rebalance steals'),
   supported('callProcessRecordsEvenForEmptyRecordList', 'false', 'deliver empty batches too'),
@@ -100,8 +113,18 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
   supported('metricsMaxQueueSize', '10000', 'the most distinct metrics buffered; more are dropped'),
   supported(
     'retrievalMode',
-    'POLLING',
-    'POLLING or DEFAULT; FANOUT is not available yet and falls back to polling',
+    'DEFAULT',
+    'FANOUT (enhanced fan-out), POLLING (GetRecords) or DEFAULT: fan-out unless a polling key is set, as in Java',
+  ),
+  supported(
+    'fanoutConfig.consumerName',
+    'applicationName',
+    'the stream consumer that fan-out registers (when missing) and subscribes with',
+  ),
+  supported(
+    'fanoutConfig.consumerArn',
+    'unset',
+    'an already registered stream consumer, used as given: nothing is registered',
   ),
   supported(
     'cleanupLeasesUponShardCompletion',
@@ -136,9 +159,25 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
   noEffect('tableMigrationCompleteBakeTimeSeconds', '86400', 'no KCL 3.x coordinator entities are kept'),
   noEffect('logWarningForTaskAfterMillis', 'unset', 'use timeoutInSeconds'),
   noEffect('metricsEnabledDimensions', 'all', 'metrics are published with all their dimensions'),
-  noEffect('retryGetRecordsInSeconds', 'unset', 'GetRecords is retried with backoff'),
-  noEffect('maxGetRecordsThreadPool', 'unset', 'GetRecords runs on the event loop'),
-  noEffect('millisBehindLatestThresholdForReducedTps', '0', 'the poll interval is fixed'),
+  noEffect(
+    'retryGetRecordsInSeconds',
+    'unset',
+    'GetRecords is retried with backoff (as a polling key it still makes retrievalMode DEFAULT poll)',
+  ),
+  noEffect(
+    'maxGetRecordsThreadPool',
+    'unset',
+    'GetRecords runs on the event loop (as a polling key it still makes retrievalMode DEFAULT poll)',
+  ),
+  noEffect(
+    'millisBehindLatestThresholdForReducedTps',
+    '0',
+    'the poll interval is fixed (as a polling key it still makes retrievalMode DEFAULT poll)',
+  ),
+  noEffect('fanoutConfig.maxDescribeStreamSummaryRetries', '10', FANOUT_RETRIES),
+  noEffect('fanoutConfig.maxDescribeStreamConsumerRetries', '10', FANOUT_RETRIES),
+  noEffect('fanoutConfig.registerStreamConsumerRetries', '10', FANOUT_RETRIES),
+  noEffect('fanoutConfig.retryBackoffMillis', '1000', FANOUT_RETRIES),
   noEffect(
     'gracefulLeaseHandoffTimeoutMillis',
     '30000',
@@ -186,9 +225,8 @@ export const PROPERTY_DEFINITIONS: readonly PropertyDefinition[] = [
   extension('kcl.logLevel', 'info', 'debug, info, warn or error'),
 ];
 
-/** Key prefixes of Java settings that have no effect here (KCL 3.x worker metrics, coordinator tables, fan-out). */
+/** Key prefixes of Java settings that have no effect here (KCL 3.x worker metrics and coordinator tables). */
 export const NO_EFFECT_PREFIXES: readonly { readonly prefix: string; readonly reason: string }[] = [
-  { prefix: 'fanoutConfig.', reason: 'enhanced fan-out is not available yet; polling is used' },
   { prefix: 'workerMetrics', reason: 'KCL 3.x worker metrics are not kept' },
   { prefix: 'coordinatorState', reason: 'KCL 3.x coordinator tables are not used' },
   { prefix: 'inMemoryWorkerMetrics', reason: 'KCL 3.x worker metrics are not kept' },

@@ -27,6 +27,8 @@ export class PropertyReader {
   readonly warnings: string[] = [];
   readonly notices: string[] = [];
   readonly #values = new Map<string, string>();
+  /** Every known key given a value, also those that have no effect here. */
+  readonly #given = new Set<string>();
 
   constructor(properties: PropertyInput, component: string) {
     this.problems = new OptionProblems(component);
@@ -35,6 +37,14 @@ export class PropertyReader {
 
   has(key: string): boolean {
     return this.#values.has(key);
+  }
+
+  /**
+   * True when the file gives `key` a value, also when the key has no effect here (its value is not
+   * kept): setting some of those still changes a decision, as the Java daemon makes it.
+   */
+  given(key: string): boolean {
+    return this.#given.has(key);
   }
 
   /** The value of `key`, trimmed, or null when it is not set. */
@@ -118,8 +128,10 @@ export class PropertyReader {
     } else if (value === '') {
       this.warnings.push(`property ${rawKey} has an empty value and is ignored`);
     } else if (definition.support === 'no-effect') {
+      this.#given.add(key);
       this.warnings.push(`property ${rawKey} has no effect in kcl-multilang: ${definition.meaning}`);
     } else {
+      this.#given.add(key);
       this.#values.set(key, value);
     }
   }

@@ -189,7 +189,7 @@ describe('resolveMultiLangConfiguration', () => {
           'StreamName = typo',
           'somethingElse = 1',
           'maxActiveThreads = 8',
-          'fanoutConfig.consumerName = x',
+          'fanoutConfig.retryBackoffMillis = 10',
           'workerMetricsTableName = y',
           'retrievalMode = FANOUT',
           'metricsEnabledDimensions = Operation',
@@ -203,11 +203,10 @@ describe('resolveMultiLangConfiguration', () => {
       'unknown property StreamName is ignored (did you mean streamName? keys are case-sensitive)',
       'unknown property somethingElse is ignored',
       'property maxActiveThreads has no effect in kcl-multilang: children are served by the event loop, not a thread pool',
-      'property fanoutConfig.consumerName has no effect in kcl-multilang: enhanced fan-out is not available yet; polling is used',
+      'property fanoutConfig.retryBackoffMillis has no effect in kcl-multilang: the stream consumer is registered and waited for with backoff (0.5 s growing to 5 s, with jitter) until it is ACTIVE, for up to 5 minutes',
       'property workerMetricsTableName has no effect in kcl-multilang: KCL 3.x worker metrics are not kept',
       'property metricsEnabledDimensions has no effect in kcl-multilang: metrics are published with all their dimensions',
       'property workerId has an empty value and is ignored',
-      'retrievalMode = FANOUT: enhanced fan-out is not available yet; records are read by polling GetRecords',
     ]);
   });
 

@@ -14,6 +14,7 @@ import type {
 } from './multilang-configuration.js';
 import type { PropertyInput } from './property-reader.js';
 import { PropertyReader } from './property-reader.js';
+import { readRetrieval } from './read-retrieval.js';
 
 /**
  * Reads the keys of a MultiLangDaemon properties file (reference §1.10) into a configuration. Every
@@ -31,6 +32,7 @@ export function resolveMultiLangConfiguration(
   const leaseStore = readLeaseStore(reader, context, applicationName, aws.dynamoDBEndpoint);
   const timings = readTimings(reader);
   const processing = readProcessing(reader);
+  const retrieval = readRetrieval(reader, applicationName, stream.stream);
   const metrics = readMetrics(reader, aws.kinesisEndpoint);
   const { logLevel } = readCompatibility(reader);
   reader.problems.throwIfAny();
@@ -44,6 +46,7 @@ export function resolveMultiLangConfiguration(
       ...aws,
       leaseStore,
       timings,
+      retrieval,
       ...processing,
       metrics,
       logLevel,

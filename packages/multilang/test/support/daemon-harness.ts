@@ -19,8 +19,15 @@ import type { LocalAws } from './local-aws.js';
 export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 export const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Timings that keep a test run short: leases renew every ~670 ms and expire after 2 s. */
+/**
+ * Timings that keep a test run short: leases renew every ~670 ms and expire after 2 s. Records are
+ * polled every 50 ms, said explicitly: `retrievalMode` DEFAULT would poll too (a polling key is set),
+ * but these suites are about the protocol and the leases, where kinesis-local's fan-out would only
+ * add its waits (about 1 s per event, a few seconds before a moved lease's shard can be subscribed
+ * again). test/fanout.test.ts reads with fan-out.
+ */
 export const FAST_PROPERTIES: Readonly<Record<string, string>> = {
+  retrievalMode: 'POLLING',
   failoverTimeMillis: '2000',
   idleTimeBetweenReadsInMillis: '50',
   parentShardPollIntervalMillis: '100',

@@ -18,7 +18,13 @@ export interface LocalAws {
 export async function startLocalAws(): Promise<LocalAws> {
   const [kinesisEmulator, dynamoEmulator] = await Promise.all([
     startKinesisLocal({
-      durations: { createStream: 50, splitShard: 50, mergeShards: 50, updateShardCount: 50 },
+      durations: {
+        createStream: 50,
+        splitShard: 50,
+        mergeShards: 50,
+        updateShardCount: 50,
+        registerStreamConsumer: 50,
+      },
     }),
     // In a child process: a forced stop can leave a request in flight when the tests end, and an
     // in-process dynalite throws on it once closed.
