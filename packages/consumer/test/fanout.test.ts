@@ -9,6 +9,7 @@ import {
   deregisterStreamConsumer,
   ensureStreamConsumer,
   type KinesisRecord,
+  type MetricDatum,
   type RecordProcessor,
 } from '../src/index.js';
 import { KinesisStream } from '../src/kinesis/kinesis-stream.js';
@@ -233,8 +234,10 @@ describe('consumers in fan-out mode', () => {
     const table = new MemoryLeaseTable();
     const seen: Array<{ shardId: string; data: string }> = [];
     const events: KclEvent[] = [];
+    const metrics: MetricDatum[] = [];
+    const sink = { metrics: { record: (datum: MetricDatum) => metrics.push(datum) } };
     await putRecords(kinesis.client, streamName, records('f', 200, 10));
-    const first = consumerOf(streamName, 'fanout-app', table, seen, events);
+    const first = consumerOf(streamName, 'fanout-app', table, seen, events, sink);
     await first.start();
     await until(() => seen.length >= 200, 20_000, 'the first records');
     const [parent] = await openShards(kinesis.client, streamName);
@@ -254,7 +257,7 @@ describe('consumers in fan-out mode', () => {
     // A restart in fan-out mode starts at the checkpoints: nothing again.
     const before = seen.length;
     await putRecords(kinesis.client, streamName, records('f', 100, 10, 400));
-    const second = consumerOf(streamName, 'fanout-app', table, seen, events);
+    const second = consumerOf(streamName, 'fanout-app', table, seen, events, sink);
     await second.start();
     await until(() => seen.length >= before + 100, 20_000, 'the records after the restart');
     await second.stop();
@@ -265,6 +268,20 @@ describe('consumers in fan-out mode', () => {
     expect(count('RegisterStreamConsumerCommand')).toBe(1);
     expect(count('SubscribeToShardCommand')).toBeGreaterThanOrEqual(4);
     expect(count('GetRecordsCommand')).toBeLessThan(count('SubscribeToShardCommand'));
+    // Metrics follow the calls made: subscriptions and their events, GetRecords only for the calls
+    // that read the parent's rest (not one per event).
+    const reported = (name: string) => metrics.filter((datum) => datum.name === name).length;
+    expect(reported('SubscribeToShard.Success')).toBeGreaterThanOrEqual(4);
+    expect(reported('SubscribeToShard.Success')).toBeLessThanOrEqual(count('SubscribeToShardCommand'));
+    expect(reported('SubscribeToShard.Events')).toBeGreaterThan(reported('SubscribeToShard.Success'));
+    expect(reported('SubscribeToShard.Renewed')).toBeGreaterThan(0);
+    expect(reported('KinesisDataFetcher.getRecords.Success')).toBeGreaterThan(0);
+    expect(reported('KinesisDataFetcher.getRecords.Success')).toBeLessThanOrEqual(count('GetRecordsCommand'));
+    expect(
+      metrics
+        .filter((datum) => datum.name.startsWith('SubscribeToShard.'))
+        .every((datum) => datum.dimensions.ShardId?.startsWith('shardId-')),
+    ).toBe(true);
     const data = seen.map((entry) => entry.data);
     expect(new Set(data).size).toBe(500);
     expect(data).toHaveLength(500);

@@ -75,8 +75,13 @@ function scriptedStream(scripts: Script[], shards: Shard[] = [shard('shard-0')])
   return { stream, subscriptions, reads };
 }
 
-function subscriberOf(stream: StreamReader, clock: ManualClock, issues: SubscriptionIssue[] = []) {
-  return new ShardSubscriber(optionsOf(stream, clock, issues));
+function subscriberOf(
+  stream: StreamReader,
+  clock: ManualClock,
+  issues: SubscriptionIssue[] = [],
+  hooks: Pick<ShardSubscriberOptions, 'onSubscribed' | 'onEvent' | 'onGetRecords'> = {},
+) {
+  return new ShardSubscriber({ ...optionsOf(stream, clock, issues), ...hooks });
 }
 
 function optionsOf(
@@ -156,6 +161,42 @@ describe('ShardSubscriber', () => {
     await subscriber.stop();
   });
 
+  it('reports each subscription started (with the time its call took) and each event, and no GetRecords', async () => {
+    const clock = new ManualClock();
+    const issues: SubscriptionIssue[] = [];
+    const { stream } = scriptedStream([
+      { events: [event(1, 2)], after: named('LimitExceededException') },
+      { events: [], refuse: named('ResourceInUseException') },
+      { events: [event(2, 4), { ...event(1, 0, '1004'), records: [] }], after: 'hang' },
+    ]);
+    const subscribe = stream.subscribeToShard;
+    stream.subscribeToShard = async (...args) => {
+      await clock.sleep(30);
+      return (subscribe as NonNullable<StreamReader['subscribeToShard']>)(...args);
+    };
+    const subscribed: number[] = [];
+    const events: number[] = [];
+    const getRecords: number[] = [];
+    const subscriber = subscriberOf(stream, clock, issues, {
+      onSubscribed: (durationMs) => subscribed.push(durationMs),
+      onEvent: (_waitedMs, recordCount) => events.push(recordCount),
+      onGetRecords: (_durationMs, recordCount) => getRecords.push(recordCount),
+    });
+    subscriber.start();
+    expect(await take(subscriber, clock, 4)).toEqual([1, 2, 3, 4]);
+    await subscriber.next();
+    // The refused call started no subscription; the others took the 30 ms the script waits.
+    expect(subscribed).toEqual([30, 30]);
+    // Repeated records are not counted again; the heartbeat is an event with none.
+    expect(events).toEqual([2, 2, 0]);
+    expect(getRecords).toEqual([]);
+    expect(issues.map((issue) => `${issue.operation}:${issue.kind}`)).toEqual([
+      'SubscribeToShard:throttled',
+      'SubscribeToShard:resource-in-use',
+    ]);
+    await subscriber.stop();
+  });
+
   it('starts a subscription again when it delivers nothing for idleTimeoutMs', async () => {
     const clock = new ManualClock();
     const issues: SubscriptionIssue[] = [];
@@ -232,7 +273,10 @@ describe('ShardSubscriber', () => {
       Records: [record(3)],
       ChildShards: [{ ShardId: 'shard-1', ParentShards: ['shard-0'], HashKeyRange: undefined }],
     });
-    const subscriber = subscriberOf(stream, clock, issues);
+    const getRecords: number[] = [];
+    const subscriber = subscriberOf(stream, clock, issues, {
+      onGetRecords: (_durationMs, recordCount) => getRecords.push(recordCount),
+    });
     subscriber.start();
     const seen: FetchedBatch[] = [];
     while (seen.at(-1)?.shardEnd == null) {
@@ -245,7 +289,11 @@ describe('ShardSubscriber', () => {
     expect(seen.flatMap(sequences)).toEqual([1, 2, 3]);
     expect(seen.at(-1)?.shardEnd?.childShards.map((child) => child.ShardId)).toEqual(['shard-1']);
     expect(positions).toEqual(['1002']);
-    expect(issues.map((issue) => issue.kind)).toContain('closed-without-children');
+    expect(issues).toContainEqual(
+      expect.objectContaining({ kind: 'closed-without-children', operation: 'SubscribeToShard' }),
+    );
+    // The rest was read with GetRecords: one call, one record, reported as a GetRecords call.
+    expect(getRecords).toEqual([1]);
     await subscriber.stop();
   });
 

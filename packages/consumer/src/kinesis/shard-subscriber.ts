@@ -30,12 +30,25 @@ export interface ShardSubscriberOptions {
   readonly onIssue?: (issue: SubscriptionIssue) => void;
   /** The stream consumer was found gone (deregistered) while the shard is still there. */
   readonly onConsumerGone?: () => void;
+  /** Called when a SubscribeToShard call was answered (a subscription started), with how long it took. */
+  readonly onSubscribed?: (durationMs: number) => void;
   /** Called with the records of each event (and how long it waited for it). */
   readonly onEvent?: (waitedMs: number, recordCount: number) => void;
+  /** Called with the latency of each successful GetRecords call that reads a closed shard's rest. */
+  readonly onGetRecords?: (durationMs: number, recordCount: number) => void;
 }
 
+export type SubscriptionIssueKind =
+  | KinesisErrorKind
+  | 'resource-in-use'
+  | 'idle'
+  | 'renewed'
+  | 'closed-without-children';
+
 export interface SubscriptionIssue {
-  readonly kind: KinesisErrorKind | 'resource-in-use' | 'idle' | 'renewed' | 'closed-without-children';
+  readonly kind: SubscriptionIssueKind;
+  /** The call it came from: a subscription, or GetRecords reading a closed shard's rest. */
+  readonly operation: 'SubscribeToShard' | 'GetRecords';
   readonly error: unknown;
   readonly backoffMs: number;
 }
@@ -128,15 +141,22 @@ export class ShardSubscriber implements BatchSource {
       const stopSubscription = (): void => subscription.abort();
       signal.addEventListener('abort', stopSubscription, { once: true });
       try {
+        const requestedAt = options.clock.monotonicNow();
         const events = await (
           options.stream.subscribeToShard as NonNullable<StreamReader['subscribeToShard']>
         )(options.consumerArn, options.shardId, this.#position(), subscription.signal);
+        options.onSubscribed?.(options.clock.monotonicNow() - requestedAt);
         const outcome = await this.#read(events, subscription, backoff);
         if (outcome === 'ended' || outcome === 'closed') return;
         if (outcome === 'empty') {
           // Ended before its first event: not again at once (an endpoint that closes every stream).
           const delay = backoff.next();
-          options.onIssue?.({ kind: 'transient', error: null, backoffMs: delay });
+          options.onIssue?.({
+            kind: 'transient',
+            operation: 'SubscribeToShard',
+            error: null,
+            backoffMs: delay,
+          });
           await options.clock.sleep(delay, signal);
         }
       } catch (error) {
@@ -170,13 +190,13 @@ export class ShardSubscriber implements BatchSource {
         await this.#drained();
         if (signal.aborted) return 'again';
         if (clock.monotonicNow() - subscribedAt >= options.subscriptionLifetimeMs) {
-          options.onIssue?.({ kind: 'renewed', error: null, backoffMs: 0 });
+          options.onIssue?.({ kind: 'renewed', operation: 'SubscribeToShard', error: null, backoffMs: 0 });
           return 'again';
         }
         const waitStarted = clock.monotonicNow();
         const next = await this.#nextOrIdle(iterator, subscription);
         if (next === 'idle') {
-          options.onIssue?.({ kind: 'idle', error: null, backoffMs: 0 });
+          options.onIssue?.({ kind: 'idle', operation: 'SubscribeToShard', error: null, backoffMs: 0 });
           return 'again';
         }
         if (next.done === true) return eventCount === 0 ? 'empty' : 'again';
@@ -251,7 +271,7 @@ export class ShardSubscriber implements BatchSource {
     const name = (error as { name?: string } | null)?.name;
     if (name === 'ResourceInUseException') {
       const delay = Math.max(RESOURCE_IN_USE_WAIT_MS, backoff.next());
-      options.onIssue?.({ kind: 'resource-in-use', error, backoffMs: delay });
+      options.onIssue?.({ kind: 'resource-in-use', operation: 'SubscribeToShard', error, backoffMs: delay });
       await options.clock.sleep(delay, this.#controller.signal);
       return;
     }
@@ -274,7 +294,7 @@ export class ShardSubscriber implements BatchSource {
     }
     if (kind === 'fatal') throw error;
     const delay = backoff.next();
-    options.onIssue?.({ kind, error, backoffMs: delay });
+    options.onIssue?.({ kind, operation: 'SubscribeToShard', error, backoffMs: delay });
     await options.clock.sleep(delay, this.#controller.signal);
   }
 
@@ -323,7 +343,12 @@ export class ShardSubscriber implements BatchSource {
   /** The shard is closed but the subscription does not end it: GetRecords reads the rest, to its end. */
   #readRestByPolling(): void {
     const options = this.#options;
-    options.onIssue?.({ kind: 'closed-without-children', error: null, backoffMs: 0 });
+    options.onIssue?.({
+      kind: 'closed-without-children',
+      operation: 'SubscribeToShard',
+      error: null,
+      backoffMs: 0,
+    });
     const tail = new RecordFetcher({
       stream: options.stream,
       shardId: options.shardId,
@@ -337,9 +362,11 @@ export class ShardSubscriber implements BatchSource {
       onIssue: (issue: FetchIssue) =>
         options.onIssue?.({
           kind: issue.kind === 'shard-end-without-children' ? 'closed-without-children' : issue.kind,
+          operation: 'GetRecords',
           error: issue.error,
           backoffMs: issue.backoffMs,
         }),
+      ...(options.onGetRecords === undefined ? {} : { onCall: options.onGetRecords }),
     });
     this.#tail = tail;
     tail.start();

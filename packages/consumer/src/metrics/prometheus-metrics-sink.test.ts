@@ -73,6 +73,37 @@ describe('the Prometheus metrics sink', () => {
     expect(lines.filter((line) => line.startsWith('kcl_millis_behind_latest'))).toHaveLength(1);
   });
 
+  it('exposes the fan-out subscription metrics under Prometheus names', async () => {
+    const registry = new Registry();
+    const metrics = new WorkerMetrics(createPrometheusMetricsSink({ registry }), 'worker-1');
+    const shardId = 'shardId-000000000003';
+    metrics.subscribed(shardId, 40);
+    metrics.subscribed(shardId, 60);
+    metrics.subscriptionEvent(shardId);
+    metrics.subscriptionEvent(shardId);
+    metrics.subscriptionEvent(shardId);
+    metrics.subscriptionIssue(shardId, 'renewed');
+    metrics.subscriptionIssue(shardId, 'resource-in-use');
+    metrics.subscriptionIssue(shardId, 'idle');
+    metrics.subscriptionIssue(shardId, 'throttled');
+    metrics.subscriptionIssue(shardId, 'transient');
+
+    const lines = await samples(registry);
+    const text = await registry.metrics();
+    expect(lines).toContain(`kcl_subscribe_to_shard_total{shard_id="${shardId}"} 2`);
+    expect(lines).toContain('kcl_subscribe_to_shard_duration_seconds_count 2');
+    expect(lines).toContain('kcl_subscribe_to_shard_duration_seconds_sum 0.1');
+    expect(lines).toContain(`kcl_subscribe_to_shard_events_total{shard_id="${shardId}"} 3`);
+    expect(lines).toContain(`kcl_subscribe_to_shard_renewals_total{shard_id="${shardId}"} 1`);
+    expect(lines).toContain(`kcl_subscribe_to_shard_resource_in_use_total{shard_id="${shardId}"} 1`);
+    expect(lines).toContain(`kcl_subscribe_to_shard_idle_restarts_total{shard_id="${shardId}"} 1`);
+    expect(lines).toContain(`kcl_subscribe_to_shard_throttled_total{shard_id="${shardId}"} 1`);
+    expect(lines).toContain(`kcl_subscribe_to_shard_failures_total{shard_id="${shardId}"} 1`);
+    expect(text).toContain('# TYPE kcl_subscribe_to_shard_duration_seconds histogram');
+    // No GetRecords series: fan-out did not call it.
+    expect(lines.some((line) => line.startsWith('kcl_get_records'))).toBe(false);
+  });
+
   it('honours the level: SUMMARY leaves DETAILED metrics out, NONE exposes nothing', async () => {
     const summaryRegistry = new Registry();
     const summary = new WorkerMetrics(

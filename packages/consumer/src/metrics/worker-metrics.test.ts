@@ -17,6 +17,10 @@ function emitEverything(metrics: WorkerMetrics): void {
     processingMs: 3,
   });
   metrics.getRecords(20, 5);
+  metrics.subscribed('shardId-000000000001', 40);
+  metrics.subscriptionEvent('shardId-000000000001');
+  metrics.subscriptionIssue('shardId-000000000001', 'renewed');
+  metrics.subscriptionIssue('shardId-000000000001', 'throttled');
   metrics.renewed({ renewed: 1, lost: 0 }, 1, 4);
   metrics.rebalanced({
     totalLeases: 2,
@@ -62,6 +66,11 @@ describe('WorkerMetrics', () => {
       'ProcessTask/RecordProcessor.processRecords.Time:SUMMARY',
       'ProcessTask/KinesisDataFetcher.getRecords.Time:DETAILED',
       'ProcessTask/KinesisDataFetcher.getRecords.Success:DETAILED',
+      'ProcessTask/SubscribeToShard.Time:DETAILED',
+      'ProcessTask/SubscribeToShard.Success:DETAILED',
+      'ProcessTask/SubscribeToShard.Events:DETAILED',
+      'ProcessTask/SubscribeToShard.Renewed:DETAILED',
+      'ProcessTask/SubscribeToShard.Throttled:SUMMARY',
       'RenewAllLeases/CurrentLeases:SUMMARY',
       'RenewAllLeases/LostLeases:SUMMARY',
       'RenewAllLeases/Time:SUMMARY',
@@ -82,6 +91,43 @@ describe('WorkerMetrics', () => {
     expect(sink.data.find((datum) => datum.name === 'CurrentLeases')?.dimensions.WorkerIdentifier).toBe(
       'worker-1',
     );
+  });
+
+  it('reports fan-out subscriptions per shard under kcl names, one metric per issue kind', () => {
+    const sink = recordingSink();
+    const metrics = new WorkerMetrics(sink, 'worker-1');
+    const shardId = 'shardId-000000000002';
+    metrics.subscribed(shardId, 35);
+    metrics.subscriptionEvent(shardId);
+    for (const kind of [
+      'throttled',
+      'transient',
+      'invalid-argument',
+      'expired-iterator',
+      'idle',
+      'resource-in-use',
+      'renewed',
+      // Not counted: the closed-shard path (emulators), and kinds a subscription never reports.
+      'closed-without-children',
+      'not-found',
+      'fatal',
+    ] as const) {
+      metrics.subscriptionIssue(shardId, kind);
+    }
+    expect(sink.data.map((datum) => [datum.name, datum.value, datum.unit, datum.level])).toEqual([
+      ['SubscribeToShard.Time', 35, 'Milliseconds', 'DETAILED'],
+      ['SubscribeToShard.Success', 1, 'Count', 'DETAILED'],
+      ['SubscribeToShard.Events', 1, 'Count', 'DETAILED'],
+      ['SubscribeToShard.Throttled', 1, 'Count', 'SUMMARY'],
+      ['SubscribeToShard.Failure', 1, 'Count', 'SUMMARY'],
+      ['SubscribeToShard.Failure', 1, 'Count', 'SUMMARY'],
+      ['SubscribeToShard.Failure', 1, 'Count', 'SUMMARY'],
+      ['SubscribeToShard.IdleRestart', 1, 'Count', 'SUMMARY'],
+      ['SubscribeToShard.ResourceInUse', 1, 'Count', 'DETAILED'],
+      ['SubscribeToShard.Renewed', 1, 'Count', 'DETAILED'],
+    ]);
+    expect(sink.data.every((datum) => datum.dimensions.Operation === 'ProcessTask')).toBe(true);
+    expect(sink.data.every((datum) => datum.dimensions.ShardId === shardId)).toBe(true);
   });
 
   it('emits only SUMMARY metrics at SUMMARY and nothing at NONE', () => {

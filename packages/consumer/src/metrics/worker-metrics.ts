@@ -1,5 +1,6 @@
 import type { KclEvent, LeaseHandoffStep } from '@kcl/core';
 import { shardIdOfLeaseKey } from '@kcl/core';
+import type { SubscriptionIssueKind } from '../kinesis/shard-subscriber.js';
 import type { MetricDatum, MetricsLevel, MetricsSink, MetricUnit } from './metrics-sink.js';
 import { isMetricsLevelEnabled } from './metrics-sink.js';
 
@@ -20,6 +21,24 @@ const HANDOFF_METRICS: Readonly<Record<LeaseHandoffStep, string>> = {
   received: 'HandoffsReceived',
   'fell-back': 'HandoffsFellBack',
   dropped: 'HandoffsDropped',
+};
+
+/**
+ * The metric counting each subscription issue. The Java KCL's fan-out publisher reports no metrics
+ * (`FanOutRecordsPublisher` ignores the metrics factory it is given, 2.0 through 3.5), so these are
+ * kcl's own names, in the style of its polling ones. Kinds not listed (the closed-shard path, which
+ * emulators alone take) are not counted.
+ */
+const SUBSCRIPTION_ISSUE_METRICS: Partial<
+  Readonly<Record<SubscriptionIssueKind, { readonly name: string; readonly level: 'SUMMARY' | 'DETAILED' }>>
+> = {
+  throttled: { name: 'SubscribeToShard.Throttled', level: 'SUMMARY' },
+  transient: { name: 'SubscribeToShard.Failure', level: 'SUMMARY' },
+  'invalid-argument': { name: 'SubscribeToShard.Failure', level: 'SUMMARY' },
+  'expired-iterator': { name: 'SubscribeToShard.Failure', level: 'SUMMARY' },
+  idle: { name: 'SubscribeToShard.IdleRestart', level: 'SUMMARY' },
+  'resource-in-use': { name: 'SubscribeToShard.ResourceInUse', level: 'DETAILED' },
+  renewed: { name: 'SubscribeToShard.Renewed', level: 'DETAILED' },
 };
 
 /**
@@ -104,6 +123,31 @@ export class WorkerMetrics {
       { Operation: 'ProcessTask' },
       'DETAILED',
     );
+  }
+
+  /** A SubscribeToShard call was answered: a fan-out subscription of the shard started (kcl metrics). */
+  subscribed(shardId: string, durationMs: number): void {
+    const shard = { Operation: 'ProcessTask', ShardId: shardId };
+    this.#record('SubscribeToShard.Time', durationMs, 'Milliseconds', shard, 'DETAILED');
+    this.#record('SubscribeToShard.Success', 1, 'Count', shard, 'DETAILED');
+  }
+
+  /** A subscription delivered an event (records or an empty heartbeat). */
+  subscriptionEvent(shardId: string): void {
+    this.#record(
+      'SubscribeToShard.Events',
+      1,
+      'Count',
+      { Operation: 'ProcessTask', ShardId: shardId },
+      'DETAILED',
+    );
+  }
+
+  /** A subscription failed, was throttled, waited for another one, was renewed or went idle. */
+  subscriptionIssue(shardId: string, kind: SubscriptionIssueKind): void {
+    const metric = SUBSCRIPTION_ISSUE_METRICS[kind];
+    if (metric === undefined) return;
+    this.#record(metric.name, 1, 'Count', { Operation: 'ProcessTask', ShardId: shardId }, metric.level);
   }
 
   renewed(

@@ -2,8 +2,13 @@ import type { Clock, KclEvent, LeaseHandoff, LeaseStore, Logger, RandomSource } 
 import { type ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
 import { Backoff } from '../backoff.js';
 import { type IteratorPosition, type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
-import { type BatchSource, type FetchedBatch, RecordFetcher } from '../kinesis/record-fetcher.js';
-import { ShardSubscriber } from '../kinesis/shard-subscriber.js';
+import {
+  type BatchSource,
+  type FetchedBatch,
+  type FetchIssue,
+  RecordFetcher,
+} from '../kinesis/record-fetcher.js';
+import { ShardSubscriber, type SubscriptionIssueKind } from '../kinesis/shard-subscriber.js';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { LeaseKeeper } from '../leases/lease-keeper.js';
 import { waitForParents } from '../leases/wait-for-parents.js';
@@ -39,7 +44,14 @@ export interface ShardConsumerContext {
 export interface ShardConsumerDependencies extends ShardConsumerContext {
   readonly held: HeldLease;
   readonly onBatch?: (report: BatchReport) => void;
+  /** Each successful GetRecords call (polling, and a fan-out read of a closed shard's rest). */
   readonly onGetRecords?: (durationMs: number, records: number) => void;
+  /** Each fan-out subscription started (its SubscribeToShard call answered). */
+  readonly onSubscribed?: (durationMs: number) => void;
+  /** Each event a fan-out subscription delivered. */
+  readonly onSubscriptionEvent?: (records: number) => void;
+  /** Each issue of a fan-out subscription (failed, throttled, renewed, idle, …). */
+  readonly onSubscriptionIssue?: (kind: SubscriptionIssueKind) => void;
 }
 
 /** How a shard consumer ended. */
@@ -254,7 +266,7 @@ export class ShardConsumer {
   /** The fetcher of the shard (polling or a fan-out subscription), from the checkpoint; its issues become events. */
   async #createFetcher(): Promise<BatchSource> {
     const deps = this.#deps;
-    const { workerId, settings, logger } = deps;
+    const { settings, logger } = deps;
     const leaseKey = this.leaseKey;
     const start = startPositionOf(deps.held.lease.checkpoint, settings.initialTimestamp, () =>
       logger.warn(
@@ -274,22 +286,30 @@ export class ShardConsumer {
       clock: deps.clock,
       random: deps.random,
       backoff: settings.kinesisRetry,
-      onIssue: (issue) => {
-        if (issue.kind === 'expired-iterator') {
-          deps.emit({ type: 'iterator-expired', workerId, leaseKey });
-        } else if (issue.kind === 'throttled' || issue.kind === 'transient') {
-          deps.emit({
-            type: 'throttled',
-            workerId,
-            leaseKey,
-            operation: issue.kind === 'throttled' ? 'GetRecords' : 'GetRecords (transient failure)',
-            backoffMs: issue.backoffMs,
-          });
-        }
-        logger.debug('GetRecords issue', { leaseKey, kind: issue.kind, backoffMs: issue.backoffMs });
-      },
+      onIssue: (issue) => this.#onGetRecordsIssue(issue),
       ...(deps.onGetRecords === undefined ? {} : { onCall: deps.onGetRecords }),
     });
+  }
+
+  /** A GetRecords issue becomes an event (expired iterator, throttling) and a debug log. */
+  #onGetRecordsIssue(issue: {
+    readonly kind: FetchIssue['kind'] | SubscriptionIssueKind;
+    readonly backoffMs: number;
+  }): void {
+    const { emit, workerId, logger } = this.#deps;
+    const leaseKey = this.leaseKey;
+    if (issue.kind === 'expired-iterator') {
+      emit({ type: 'iterator-expired', workerId, leaseKey });
+    } else if (issue.kind === 'throttled' || issue.kind === 'transient') {
+      emit({
+        type: 'throttled',
+        workerId,
+        leaseKey,
+        operation: issue.kind === 'throttled' ? 'GetRecords' : 'GetRecords (transient failure)',
+        backoffMs: issue.backoffMs,
+      });
+    }
+    logger.debug('GetRecords issue', { leaseKey, kind: issue.kind, backoffMs: issue.backoffMs });
   }
 
   async #createSubscriber(start: IteratorPosition, fanout: FanOutSettings): Promise<ShardSubscriber> {
@@ -311,6 +331,12 @@ export class ShardConsumer {
       closedShardCheckIntervalMs: fanout.closedShardCheckIntervalMs,
       polling: { maxRecords: settings.maxRecords, pollIntervalMs: settings.pollIntervalMs },
       onIssue: (issue) => {
+        if (issue.operation === 'GetRecords') {
+          // The rest of a closed shard, read by polling: reported as polling reports it.
+          this.#onGetRecordsIssue(issue);
+          return;
+        }
+        deps.onSubscriptionIssue?.(issue.kind);
         if (issue.kind === 'throttled' || issue.kind === 'transient' || issue.kind === 'resource-in-use') {
           deps.emit({
             type: 'throttled',
@@ -333,7 +359,13 @@ export class ShardConsumer {
           error: issue.error,
         });
       },
-      ...(deps.onGetRecords === undefined ? {} : { onEvent: deps.onGetRecords }),
+      // Events are not GetRecords calls: they have their own metrics. GetRecords runs only for a
+      // closed shard's rest, and reports as polling does.
+      ...(deps.onSubscribed === undefined ? {} : { onSubscribed: deps.onSubscribed }),
+      ...(deps.onSubscriptionEvent === undefined
+        ? {}
+        : { onEvent: (_waitedMs: number, records: number) => deps.onSubscriptionEvent?.(records) }),
+      ...(deps.onGetRecords === undefined ? {} : { onGetRecords: deps.onGetRecords }),
     });
   }
 

@@ -1,4 +1,5 @@
 import type { LeaseHandoff } from '@kcl/core';
+import { shardIdOfLeaseKey } from '@kcl/core';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { ShardConsumer, type ShardConsumerContext, type ShardConsumerState } from './shard-consumer.js';
@@ -83,6 +84,7 @@ export class ShardConsumers {
   start(held: HeldLease): void {
     const options = this.#options;
     const { metrics, logger } = options;
+    const shardId = shardIdOfLeaseKey(held.leaseKey);
     const consumer = new ShardConsumer({
       held,
       keeper: options.keeper,
@@ -97,6 +99,9 @@ export class ShardConsumers {
       emit: options.emit,
       onBatch: (report) => metrics.batch(report),
       onGetRecords: (durationMs, records) => metrics.getRecords(durationMs, records),
+      onSubscribed: (durationMs) => metrics.subscribed(shardId, durationMs),
+      onSubscriptionEvent: () => metrics.subscriptionEvent(shardId),
+      onSubscriptionIssue: (kind) => metrics.subscriptionIssue(shardId, kind),
     });
     const done = consumer
       .run()
