@@ -149,14 +149,20 @@ export function describeFleetScenarios(
         const summary = await stream.client.send(
           new DescribeStreamSummaryCommand({ StreamName: used.streamName }),
         );
-        const described = await stream.client.send(
-          new DescribeStreamConsumerCommand({
-            StreamARN: summary.StreamDescriptionSummary?.StreamARN,
-            // The consumer's default name is the application's.
-            ConsumerName: retrieval.consumerName ?? used.applicationName,
-          }),
-        );
-        expect(described.ConsumerDescription?.ConsumerStatus).toBe('ACTIVE');
+        // The consumer's default name is the application's.
+        const consumerName = retrieval.consumerName ?? used.applicationName;
+        const status = await stream.client
+          .send(
+            new DescribeStreamConsumerCommand({
+              StreamARN: summary.StreamDescriptionSummary?.StreamARN,
+              ConsumerName: consumerName,
+            }),
+          )
+          .then(
+            (described) => described.ConsumerDescription?.ConsumerStatus,
+            (error: unknown) => `none (${(error as { name?: string }).name})`,
+          );
+        expect(status, `the stream consumer ${consumerName} the fan-out workers read with`).toBe('ACTIVE');
       };
 
       const joining = records.lateJoiner ? ', the third joining late' : '';
