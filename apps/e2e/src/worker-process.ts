@@ -22,8 +22,8 @@ export interface WorkerProcessConfig {
   /** Where each `processRecords` call with records is written as a `BatchLine`. */
   readonly batchFile: string;
   readonly timing: FleetTiming;
-  /** Consumer options beyond the timings (how many leases to steal at once, …). */
-  readonly consumer?: Pick<ConsumerOptions, 'maxLeasesToSteal' | 'maxLeasesForWorker'>;
+  /** Consumer options beyond the timings (how many leases to steal at once, polling or fan-out, …). */
+  readonly consumer?: Pick<ConsumerOptions, 'maxLeasesToSteal' | 'maxLeasesForWorker' | 'retrieval'>;
   /** A wait at the start of shutdownRequested, before its checkpoint: an owner slow to hand a lease over. */
   readonly shutdownRequestedDelayMs?: number;
 }

@@ -1,10 +1,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DescribeStreamConsumerCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
 import type { Lease } from '@kcl/core';
 import { FLEET_TIMINGS } from '@kcl/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type OpenedStore, openStore, type StoreConfig } from '../../src/store-config.js';
+import type { WorkerProcessConfig } from '../../src/worker-process.js';
 import { balanced, FleetHarness, verify, waitFor } from './harness.js';
 import { describePlannedMoves } from './planned-move-scenarios.js';
 import { byHashKey, produceContinuously, startTestStream, type TestStream } from './stream.js';
@@ -20,12 +22,47 @@ const TIMING = FLEET_TIMINGS.processes;
 
 let counter = 0;
 
+/** Consumer options of every worker of a fleet, beyond the timings. */
+type ConsumerOverrides = NonNullable<WorkerProcessConfig['consumer']>;
+
+/** One test's fleet: its own stream and application. */
+export interface FleetTest {
+  /** Counts the fleets of a test file from 1. */
+  readonly index: number;
+  readonly streamName: string;
+  readonly applicationName: string;
+}
+
+export interface FleetSuiteOptions {
+  /** Why the suite cannot run here (a missing service), or nothing. */
+  readonly skip?: string | null;
+  /**
+   * Consumer options every worker of a test runs with (fan-out retrieval with a consumer of the test's
+   * own, say); a scenario's own (`maxLeasesToSteal`, …) go on top.
+   */
+  readonly consumer?: (test: FleetTest) => ConsumerOverrides;
+  /**
+   * The first scenario's records, and whether its third worker joins late — while they are being
+   * written, so that it gets its share by taking leases from living owners. Default 20 000, all three
+   * workers from the start.
+   */
+  readonly records?: { readonly count: number; readonly lateJoiner: boolean };
+  /** Whether the planned-move scenarios run. Default true. */
+  readonly plannedMoves?: boolean;
+  /**
+   * Added to the kill -9 scenario's bound on how long after the kill a taken-over shard's first record
+   * is processed (the new owner's first read may wait on the retrieval: a subscription, say). Default 0.
+   */
+  readonly resumeAllowanceMs?: number;
+}
+
 /** The fleet tests of ARCHITECTURE §6 / the consumer issue, against one lease store, with workers as OS processes. */
 export function describeFleetScenarios(
   name: string,
   setup: () => Promise<StoreUnderTest>,
-  options: { readonly skip?: string | null } = {},
+  options: FleetSuiteOptions = {},
 ): void {
+  const records = options.records ?? { count: 20_000, lateJoiner: false };
   describe.skipIf(options.skip !== undefined && options.skip !== null)(
     `fleet on ${name}${options.skip ? ` (skipped: ${options.skip})` : ''}`,
     () => {
@@ -33,6 +70,11 @@ export function describeFleetScenarios(
       let store: StoreUnderTest;
       const harnesses: FleetHarness[] = [];
       const opened: OpenedStore[] = [];
+      /** Each fleet's stream and consumer options, for `expectRetrievalUsed`. */
+      const retrievals = new Map<
+        FleetHarness,
+        { streamName: string; applicationName: string; consumer: ConsumerOverrides }
+      >();
 
       beforeAll(async () => {
         [stream, store] = await Promise.all([startTestStream(), setup()]);
@@ -49,11 +91,15 @@ export function describeFleetScenarios(
 
       const fleet = async (
         shards: number,
-        consumer?: FleetHarness['options']['consumer'],
+        scenarioConsumer?: ConsumerOverrides,
       ): Promise<{ harness: FleetHarness; streamName: string; applicationName: string }> => {
         counter += 1;
         const streamName = `fleet-${name}-${counter}`;
         const applicationName = `app-${name}-${counter}-${Date.now()}`;
+        const consumer = {
+          ...options.consumer?.({ index: counter, streamName, applicationName }),
+          ...scenarioConsumer,
+        };
         stream.written.length = 0;
         await stream.create(streamName, shards);
         const harness = new FleetHarness({
@@ -62,8 +108,9 @@ export function describeFleetScenarios(
           kinesisEndpoint: stream.emulator.endpoint,
           streamName,
           applicationName,
-          ...(consumer === undefined ? {} : { consumer }),
+          consumer,
         });
+        retrievals.set(harness, { streamName, applicationName, consumer });
         harnesses.push(harness);
         onTestFailed(() => {
           // Show what the fleet was doing when the test failed.
@@ -91,23 +138,67 @@ export function describeFleetScenarios(
         return handle.store;
       };
 
-      it('processes 20 000 records over 200 keys with 3 workers on 4 shards: none lost, in order, none twice', async () => {
+      /**
+       * A fan-out fleet read through its registered stream consumer: without this, a worker that
+       * ignored `retrieval` would pass every scenario by polling.
+       */
+      const expectRetrievalUsed = async (fleetHarness: FleetHarness): Promise<void> => {
+        const used = retrievals.get(fleetHarness);
+        const retrieval = used?.consumer.retrieval;
+        if (used === undefined || retrieval?.mode !== 'fanout') return;
+        const summary = await stream.client.send(
+          new DescribeStreamSummaryCommand({ StreamName: used.streamName }),
+        );
+        // The consumer's default name is the application's.
+        const consumerName = retrieval.consumerName ?? used.applicationName;
+        const status = await stream.client
+          .send(
+            new DescribeStreamConsumerCommand({
+              StreamARN: summary.StreamDescriptionSummary?.StreamARN,
+              ConsumerName: consumerName,
+            }),
+          )
+          .then(
+            (described) => described.ConsumerDescription?.ConsumerStatus,
+            (error: unknown) => `none (${(error as { name?: string }).name})`,
+          );
+        expect(status, `the stream consumer ${consumerName} the fan-out workers read with`).toBe('ACTIVE');
+      };
+
+      const joining = records.lateJoiner ? ', the third joining late' : '';
+      const count = records.count.toLocaleString('en-US').replaceAll(',', ' ');
+      it(`processes ${count} records over 200 keys with 3 workers${joining} on 4 shards: none lost, in order, none twice`, async () => {
         const { harness: fleetHarness, streamName } = await fleet(4);
         const workers = ['w1', 'w2', 'w3'];
-        for (const workerId of workers) await fleetHarness.spawn(workerId);
-        await waitFor(balanced(fleetHarness, workers, 4), 20_000, 'an even spread before producing');
-        await stream.produce(streamName, 20_000, 200);
-        await waitFor(() => fleetHarness.distinctCount() >= 20_000, 200_000, 'every record');
+        const first = records.lateJoiner ? workers.slice(0, 2) : workers;
+        for (const workerId of first) await fleetHarness.spawn(workerId);
+        await waitFor(balanced(fleetHarness, first, 4), 20_000, 'an even spread before producing');
+        const producing = stream.produce(streamName, records.count, 200);
+        // Awaited below; a failure while the late joiner starts is not left unhandled meanwhile.
+        producing.catch(() => undefined);
+        if (records.lateJoiner) {
+          // Joins a fleet whose every lease is held and busy: it gets its share by taking leases over.
+          await waitFor(
+            () => fleetHarness.processedCount() >= records.count / 4,
+            60_000,
+            'a quarter of the records',
+          );
+          await fleetHarness.spawn('w3');
+          await waitFor(balanced(fleetHarness, workers, 4), 20_000, 'the late joiner’s share');
+        }
+        await producing;
+        await waitFor(() => fleetHarness.distinctCount() >= records.count, 200_000, 'every record');
         await fleetHarness.stopAll();
         const result = verify(stream.written, fleetHarness.processed());
         expect(result).toEqual({
-          written: 20_000,
-          processedDistinct: 20_000,
+          written: records.count,
+          processedDistinct: records.count,
           lost: 0,
           duplicates: 0,
           orderViolations: 0,
         });
         expect(new Set(fleetHarness.processed().map((line) => line.w))).toEqual(new Set(workers));
+        await expectRetrievalUsed(fleetHarness);
       });
 
       it('moves a kill -9’d worker’s shards to the others in time, replaying only what it had not checkpointed', async () => {
@@ -138,7 +229,11 @@ export function describeFleetScenarios(
         await fleetHarness.stopAll();
 
         const processed = fleetHarness.processed();
-        const limit = TIMING.leaseExpiryMs + TIMING.rebalanceIntervalMs * 1.25 + TIMING.pollIntervalMs;
+        const limit =
+          TIMING.leaseExpiryMs +
+          TIMING.rebalanceIntervalMs * 1.25 +
+          TIMING.pollIntervalMs +
+          (options.resumeAllowanceMs ?? 0);
         for (const leaseKey of victimLeases) {
           const resumed = processed.find(
             (line) => line.s === leaseKey && line.w !== 'w2' && line.t > killedAt,
@@ -165,6 +260,7 @@ export function describeFleetScenarios(
               BigInt(earlier.q) > BigInt(checkpoint.sequenceNumber),
           ).toBe(true);
         }
+        await expectRetrievalUsed(fleetHarness);
       });
 
       it('follows a split, a merge and UpdateShardCount while records flow: every key stays in order', async () => {
@@ -192,6 +288,7 @@ export function describeFleetScenarios(
         expect(
           fleetHarness.events.filter((event) => event.type === 'shard-ended').length,
         ).toBeGreaterThanOrEqual(5);
+        await expectRetrievalUsed(fleetHarness);
       });
 
       it('hands a gracefully stopped worker’s shards over within two rebalance intervals, processing nothing twice', async () => {
@@ -237,9 +334,12 @@ export function describeFleetScenarios(
         expect(taken - released).toBeLessThan(2 * TIMING.rebalanceIntervalMs * 1.25 + 500);
         const result = verify(stream.written, fleetHarness.processed());
         expect(result).toMatchObject({ lost: 0, duplicates: 0, orderViolations: 0 });
+        await expectRetrievalUsed(fleetHarness);
       });
 
-      describePlannedMoves({ stream: () => stream, fleet, openApplicationStore });
+      if (options.plannedMoves ?? true) {
+        describePlannedMoves({ stream: () => stream, fleet, openApplicationStore });
+      }
     },
   );
 }
