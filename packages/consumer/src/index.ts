@@ -13,6 +13,7 @@ export type { Consumer, ConsumerState, ConsumerStatus, StopOptions } from './cre
 export { createConsumer } from './create-consumer.js';
 export type { KinesisErrorKind } from './kinesis/kinesis-errors.js';
 export { classifyKinesisError } from './kinesis/kinesis-errors.js';
+export type { StreamIdentity } from './kinesis/kinesis-stream.js';
 export type { AggregatedRecord, DeaggregationResult, SubRecord } from './kinesis/kpl-deaggregation.js';
 export { deaggregateRecords, decodeAggregatedRecord, KPL_MAGIC } from './kinesis/kpl-deaggregation.js';
 export type { StreamConsumer, StreamConsumerOptions } from './kinesis/stream-consumer.js';

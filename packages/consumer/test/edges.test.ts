@@ -232,3 +232,45 @@ describe('a pipeline whose lease is lost and taken back by the same worker', () 
     await stopping;
   });
 });
+
+describe('an idle fan-out shard', () => {
+  it('lets shutdownRequested checkpoint the continuation of an empty event, past the last record', async () => {
+    const stream: StreamReader = {
+      ...tickingStream(),
+      subscribeToShard: async (_arn, _shardId, _position, signal) =>
+        (async function* events() {
+          yield {
+            records: [record('10'), record('20')],
+            continuationSequenceNumber: '20',
+            millisBehindLatest: 0,
+            childShards: [],
+          };
+          // Nothing new on the shard: Kinesis says where the subscription got to.
+          yield { records: [], continuationSequenceNumber: '35', millisBehindLatest: 0, childShards: [] };
+          await new Promise<void>((resolve) =>
+            signal.addEventListener('abort', () => resolve(), { once: true }),
+          );
+        })(),
+    };
+    let batches = 0;
+    const unit = await shardConsumer({
+      stream,
+      fanout: true,
+      processor: {
+        processRecords() {
+          batches += 1;
+        },
+        async shutdownRequested({ checkpointer }) {
+          await checkpointer.checkpoint();
+        },
+      },
+    });
+    const run = unit.consumer.run();
+    for (let step = 0; step < 20; step++) await unit.clock.advance(100);
+    expect(batches).toBe(1);
+    unit.consumer.requestShutdown();
+    await unit.clock.advance(1_000);
+    expect(await run).toBe('shutdown');
+    expect((await unit.stored())?.checkpoint.toString()).toBe('35');
+  });
+});

@@ -395,4 +395,42 @@ describe('consumers in fan-out mode', () => {
       }),
     ).toThrow(/retrieval\.consumerName only apply to mode 'fanout'/);
   });
+
+  it('checkpoints empty events where the processor asks, and restarts by fan-out, then polling, losing nothing', async () => {
+    const streamName = await newStream(1);
+    const table = new MemoryLeaseTable();
+    const store = createMemoryLeaseStore({ applicationName: 'idle-checkpoint', table });
+    const seen: Array<{ shardId: string; data: string }> = [];
+    const events: KclEvent[] = [];
+    const everyBatch = { callProcessRecordsEvenForEmptyRecordList: true } as const;
+    await putRecords(kinesis.client, streamName, records('i', 10, 2));
+    const first = consumerOf(streamName, 'idle-checkpoint', table, seen, events, everyBatch);
+    await first.start();
+    await until(() => seen.length >= 10, 20_000, 'the records');
+    // Empty events follow (about one a second), delivered and checkpointed too. kinesis-local's
+    // continuation stays at the last record; AWS's moves on, and a checkpoint then names it
+    // (test/edges.test.ts, 'an idle fan-out shard').
+    await until(
+      () => events.filter((event) => event.type === 'checkpoint-written').length > 0,
+      10_000,
+      'a checkpoint',
+    );
+    expect((await store.leases.list())[0]?.checkpoint.sequenceNumber).toBeDefined();
+    await first.stop();
+    await putRecords(kinesis.client, streamName, records('i', 10, 2, 10));
+    const second = consumerOf(streamName, 'idle-checkpoint', table, seen, events, everyBatch);
+    await second.start();
+    await until(() => seen.length >= 20, 20_000, 'the records after the restart');
+    await second.stop();
+    // The same lease read by polling from that checkpoint.
+    await putRecords(kinesis.client, streamName, records('i', 10, 2, 20));
+    const third = consumerOf(streamName, 'idle-checkpoint', table, seen, events, {
+      ...everyBatch,
+      retrieval: { mode: 'polling' },
+    });
+    await third.start();
+    await until(() => seen.length >= 30, 20_000, 'the records read by polling');
+    await third.stop();
+    expect(seen.map((entry) => indexOf(entry.data))).toEqual(Array.from({ length: 30 }, (_, index) => index));
+  });
 });

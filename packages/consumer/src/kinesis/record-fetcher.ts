@@ -14,6 +14,11 @@ export interface FetchedBatch {
    * looked up with ListShards).
    */
   readonly shardEnd: { readonly childShards: readonly ChildShard[]; readonly gone: boolean } | null;
+  /**
+   * Where the read got to when it brought no records (a fan-out event's continuation sequence
+   * number): a checkpoint may name it.
+   */
+  readonly position?: string;
 }
 
 /** Where a shard consumer's batches come from: GetRecords polling, or a fan-out subscription. */

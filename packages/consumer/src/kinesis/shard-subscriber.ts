@@ -224,7 +224,12 @@ export class ShardSubscriber implements BatchSource {
           return 'ended';
         }
         this.#continuation = event.continuationSequenceNumber;
-        this.#push({ records, millisBehindLatest: event.millisBehindLatest, shardEnd: null });
+        this.#push({
+          records,
+          millisBehindLatest: event.millisBehindLatest,
+          shardEnd: null,
+          ...(event.records.length === 0 ? { position: event.continuationSequenceNumber } : {}),
+        });
         if (
           records.length === 0 &&
           clock.monotonicNow() - this.#lastClosedCheck >= options.closedShardCheckIntervalMs

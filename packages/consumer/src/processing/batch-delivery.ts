@@ -40,6 +40,12 @@ export async function deliverBatch(delivery: BatchDelivery, batch: FetchedBatch)
       ExtendedSequenceNumber.of(record.sequenceNumber, record.subSequenceNumber).isAfter(last),
     );
   };
+  // An empty fan-out event still says where the read got to: a checkpoint may name it, so an idle
+  // shard's checkpoint moves on (as Kinesis advises for its continuation sequence number).
+  if (batch.records.length === 0 && batch.position !== undefined) {
+    const reached = positionOf(batch.position);
+    if (reached !== null) checkpointer.allowUpTo(reached);
+  }
   let records = pending();
   if (records.length === 0 && !settings.callProcessRecordsEvenForEmptyRecordList) {
     report(delivery, records, batch, 0, droppedAggregates);
@@ -156,4 +162,13 @@ function report(
     processingMs,
     droppedAggregates,
   });
+}
+
+/** A position a read reported, or null when it is not a sequence number (nothing to checkpoint). */
+function positionOf(sequenceNumber: string): ExtendedSequenceNumber | null {
+  try {
+    return ExtendedSequenceNumber.of(sequenceNumber, 0);
+  } catch {
+    return null;
+  }
 }

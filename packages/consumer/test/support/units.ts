@@ -93,6 +93,8 @@ export async function shardConsumer(options: {
   readonly stream: StreamReader;
   readonly processor: RecordProcessor;
   readonly shutdownTimeoutMs?: number;
+  /** Read with a fan-out subscription (the stream's `subscribeToShard`) instead of polling. */
+  readonly fanout?: boolean;
 }) {
   const clock = new ManualClock({ monotonic: 1_000 });
   const memory = createMemoryLeaseStore({ applicationName: 'unit', now: () => clock.now() });
@@ -131,7 +133,16 @@ export async function shardConsumer(options: {
       kinesisRetry: { initialMs: 100, maxMs: 100 },
       onProcessingError: null,
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000,
-      fanout: null,
+      fanout:
+        options.fanout === true
+          ? {
+              consumerArn: async () => 'arn:consumer',
+              consumerGone: () => {},
+              subscriptionLifetimeMs: 60_000,
+              idleTimeoutMs: 30_000,
+              closedShardCheckIntervalMs: 60_000,
+            }
+          : null,
     },
     workerId: 'me',
     clock,
