@@ -500,7 +500,9 @@ function checkRetrieval(check: OptionProblems, given: unknown, applicationName: 
   }
   const mode = check.oneOf('retrieval.mode', options.mode, ['polling', 'fanout'] as const, 'polling');
   if (mode === 'polling') {
-    const fanoutKeys = Object.keys(options).filter((key) => key !== 'mode' && RETRIEVAL_KEYS.has(key));
+    const fanoutKeys = Object.keys(options).filter(
+      (key) => key !== 'mode' && RETRIEVAL_KEYS.has(key) && options[key] !== undefined,
+    );
     if (fanoutKeys.length > 0) {
       check.add(`retrieval.${fanoutKeys.join(', retrieval.')} only apply to mode 'fanout'`);
     }

@@ -194,5 +194,5 @@ export function createConsumer(options: ConsumerOptions): Consumer {
  */
 function needsHttp1(settings: KinesisClientSettings, retrieval: ResolvedRetrieval): boolean {
   if (retrieval.mode !== 'fanout') return true;
-  return settings.endpoint?.startsWith('http:') === true;
+  return settings.endpoint?.toLowerCase().startsWith('http:') === true;
 }

@@ -148,8 +148,9 @@ export class ShardSubscriber implements BatchSource {
         options.onSubscribed?.(options.clock.monotonicNow() - requestedAt);
         const outcome = await this.#read(events, subscription, backoff);
         if (outcome === 'ended' || outcome === 'closed') return;
-        if (outcome === 'empty') {
-          // Ended before its first event: not again at once (an endpoint that closes every stream).
+        if (outcome === 'empty' || outcome === 'doubted') {
+          // Ended before its first event, or with an end that was not one: not again at once (an
+          // endpoint that does this to every subscription would make it a tight loop).
           const delay = backoff.next();
           options.onIssue?.({
             kind: 'transient',
@@ -171,14 +172,14 @@ export class ShardSubscriber implements BatchSource {
 
   /**
    * Reads one subscription's events until it ends, is renewed or goes idle ('again'; 'empty' when it
-   * ended before its first event), the shard ends ('ended'), or the shard turned out closed and its
-   * rest is left to GetRecords ('closed').
+   * ended before its first event, 'doubted' after an end without children on an open shard), the
+   * shard ends ('ended'), or the shard turned out closed and its rest is left to GetRecords ('closed').
    */
   async #read(
     events: AsyncIterable<ShardEvent>,
     subscription: AbortController,
     backoff: Backoff,
-  ): Promise<'again' | 'empty' | 'ended' | 'closed'> {
+  ): Promise<'again' | 'empty' | 'doubted' | 'ended' | 'closed'> {
     const options = this.#options;
     const { clock } = options;
     const signal = this.#controller.signal;
@@ -209,7 +210,7 @@ export class ShardSubscriber implements BatchSource {
           // An end without children: believed only when ListShards shows the shard closed (then its
           // rest is read by GetRecords, which finds the children); an open shard is subscribed again.
           this.#push({ records, millisBehindLatest: event.millisBehindLatest, shardEnd: null });
-          if (!(await this.#closed())) return 'again';
+          if (!(await this.#closed())) return 'doubted';
           this.#readRestByPolling();
           return 'closed';
         }

@@ -94,6 +94,8 @@ export async function ensureStreamConsumer(options: StreamConsumerOptions): Prom
     } catch (error) {
       const name = (error as { name?: string } | null)?.name;
       if (KclError.is(error) && !error.retryable) throw error;
+      // The stream does not exist (DescribeStreamSummary, RegisterStreamConsumer): no wait mends that.
+      if (name === 'ResourceNotFoundException') throw error;
       // Registered by another worker meanwhile: wait for it like our own.
       if (name === 'ResourceInUseException') status = 'registered elsewhere';
       else if (name === 'LimitExceededException') status = 'throttled, or the stream has its 20 consumers';

@@ -44,7 +44,7 @@ export async function deliverBatch(delivery: BatchDelivery, batch: FetchedBatch)
   // shard's checkpoint moves on (as Kinesis advises for its continuation sequence number).
   if (batch.records.length === 0 && batch.position !== undefined) {
     const reached = positionOf(batch.position);
-    if (reached !== null) checkpointer.allowUpTo(reached);
+    if (reached !== null) checkpointer.allowPosition(reached);
   }
   let records = pending();
   if (records.length === 0 && !settings.callProcessRecordsEvenForEmptyRecordList) {

@@ -80,6 +80,21 @@ describe('ShardCheckpointer', () => {
     expect((await store.leases.get('shard-1'))?.checkpoint.isShardEnd).toBe(true);
   });
 
+  it('takes a checkpoint from the last record up to where the read got to after it for SHARD_END at the shard end', async () => {
+    const { checkpointer, store } = await setup();
+    checkpointer.beginDelivery(esn('900'));
+    checkpointer.endDelivery(true);
+    await checkpointer.checkpoint();
+    // Idle: an empty event says the read got to 950; the processor checkpoints it.
+    checkpointer.allowPosition(esn('950'));
+    await checkpointer.checkpoint();
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('950');
+    checkpointer.allowShardEnd();
+    // shardEnded naming the shard's last record still finishes the shard.
+    await checkpointer.checkpoint('900');
+    expect((await store.leases.get('shard-1'))?.checkpoint.isShardEnd).toBe(true);
+  });
+
   it('rejects malformed sequence numbers with the lease named', async () => {
     const { checkpointer } = await setup();
     checkpointer.allowUpTo(esn('900'));

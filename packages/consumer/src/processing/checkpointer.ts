@@ -36,11 +36,16 @@ export class ShardCheckpointer implements Checkpointer {
   /** `#delivered` before the delivery in progress began. */
   #deliveredBefore: ExtendedSequenceNumber;
   #lastRecordAtShardEnd: ExtendedSequenceNumber | null = null;
+  /** The largest position records were delivered up to (`#largestPermitted` may be past it: `allowPosition`). */
+  #largestRecord: ExtendedSequenceNumber;
+  /** `#largestPermitted` when the shard ended: a checkpoint from the last record up to it means SHARD_END. */
+  #positionAtShardEnd: ExtendedSequenceNumber | null = null;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
     this.#lastCheckpoint = options.held.lease.checkpoint;
     this.#largestPermitted = options.held.lease.checkpoint;
+    this.#largestRecord = options.held.lease.checkpoint;
     this.#delivered = options.held.lease.checkpoint;
     this.#deliveredBefore = options.held.lease.checkpoint;
   }
@@ -61,6 +66,15 @@ export class ShardCheckpointer implements Checkpointer {
 
   /** Records were delivered up to `position`: checkpoints may now go that far. */
   allowUpTo(position: ExtendedSequenceNumber): void {
+    if (position.isAfter(this.#largestRecord)) this.#largestRecord = position;
+    this.allowPosition(position);
+  }
+
+  /**
+   * The read got to `position` without records up to it (an empty fan-out event's continuation):
+   * checkpoints may name it, and at the shard's end it counts as the last record would.
+   */
+  allowPosition(position: ExtendedSequenceNumber): void {
     if (position.isAfter(this.#largestPermitted)) this.#largestPermitted = position;
     if (position.isAfter(this.#delivered)) this.#delivered = position;
   }
@@ -86,17 +100,19 @@ export class ShardCheckpointer implements Checkpointer {
    */
   revokeShardEnd(): void {
     if (!this.#largestPermitted.isShardEnd || this.#lastCheckpoint.isShardEnd) return;
-    const last = this.#lastRecordAtShardEnd ?? this.#lastCheckpoint;
+    const last = this.#positionAtShardEnd ?? this.#lastRecordAtShardEnd ?? this.#lastCheckpoint;
     this.#largestPermitted = last;
     this.#delivered = last;
     this.#deliveredBefore = last;
     this.#lastRecordAtShardEnd = null;
+    this.#positionAtShardEnd = null;
   }
 
   /** The shard has ended: from now on `checkpoint()` means SHARD_END. */
   allowShardEnd(): void {
     if (!this.#largestPermitted.isShardEnd) {
-      this.#lastRecordAtShardEnd = this.#largestPermitted.isSentinel ? null : this.#largestPermitted;
+      this.#lastRecordAtShardEnd = this.#largestRecord.isSentinel ? null : this.#largestRecord;
+      this.#positionAtShardEnd = this.#largestPermitted.isSentinel ? null : this.#largestPermitted;
       this.#largestPermitted = ExtendedSequenceNumber.SHARD_END;
       this.#delivered = ExtendedSequenceNumber.SHARD_END;
     }
@@ -161,9 +177,11 @@ export class ShardCheckpointer implements Checkpointer {
     if (
       this.#largestPermitted.isShardEnd &&
       this.#lastRecordAtShardEnd !== null &&
-      target.equals(this.#lastRecordAtShardEnd)
+      !target.isBefore(this.#lastRecordAtShardEnd) &&
+      (this.#positionAtShardEnd === null || !target.isAfter(this.#positionAtShardEnd))
     ) {
-      // At shard end, checkpointing the shard's last record means the shard is done.
+      // At shard end, checkpointing the shard's last record (or where the read got to after it)
+      // means the shard is done.
       target = ExtendedSequenceNumber.SHARD_END;
     }
     if (target.isBefore(this.#lastCheckpoint)) {

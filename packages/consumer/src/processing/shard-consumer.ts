@@ -1,5 +1,11 @@
 import type { Clock, KclEvent, LeaseHandoff, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { type ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import {
+  type ExtendedSequenceNumber,
+  isKclError,
+  KclError,
+  shardIdOfLeaseKey,
+  untilAborted,
+} from '@kcl/core';
 import { Backoff } from '../backoff.js';
 import { type IteratorPosition, type StreamReader, startPositionOf } from '../kinesis/kinesis-stream.js';
 import {
@@ -203,6 +209,16 @@ export class ShardConsumer {
       if (!(await this.#initialize(run))) return await this.#finish();
       return await this.#process(run);
     } catch (error) {
+      if (isKclError(error, 'STREAM_CONSUMER_GONE') || isKclError(error, 'STREAM_CONSUMER_NOT_ACTIVE')) {
+        // Not the processor's failure: the lease is given up and read again once the stream
+        // consumer is registered (again).
+        logger.warn('the stream consumer is not usable; giving the lease up for now', {
+          leaseKey: this.leaseKey,
+          error,
+        });
+        this.requestShutdown();
+        return await this.#finish();
+      }
       logger.error('shard consumer failed', { leaseKey: this.leaseKey, error });
       this.#deps.emit({
         type: 'processing-error',
@@ -244,8 +260,17 @@ export class ShardConsumer {
 
   async #process(run: ProcessorRun): Promise<ShardConsumerOutcome> {
     this.#state = 'processing';
-    const fetcher = await this.#createFetcher();
-    if (this.#halted) return this.#finish();
+    // Fan-out may wait for the stream consumer to be registered (again): a halt ends that wait.
+    const fetcher = await untilAborted(this.#createFetcher(), this.#halt.signal, haltedWhileWaiting).catch(
+      (error: unknown) => {
+        if (this.#halted) return null;
+        throw error;
+      },
+    );
+    if (fetcher === null || this.#halted) {
+      void fetcher?.stop();
+      return this.#finish();
+    }
     this.#fetcher = fetcher;
     fetcher.start();
     const halt = this.#halt.signal;
@@ -512,4 +537,8 @@ export class ShardConsumer {
     this.#state = 'finished';
     return lost ? 'lease-lost' : 'shutdown';
   }
+}
+
+function haltedWhileWaiting(): KclError {
+  return new KclError('CONSUMER_STOPPED', '@kcl/consumer: the shard consumer halted before it could read');
 }
