@@ -1,7 +1,6 @@
 import { DescribeStreamConsumerCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
 import { type KclEvent, systemClock } from '@kcl/core';
-import { createMemoryLeaseStore, MemoryLeaseTable, startKinesisLocal } from '@kcl/testkit';
-import { localKinesisClient } from '@kcl/testkit/kinesis';
+import { createMemoryLeaseStore, FLEET_TIMINGS, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConsumerOptions,
@@ -23,6 +22,7 @@ import {
   putRecords,
   records,
   splitShard,
+  startLocalKinesis,
   until,
 } from './support/kinesis.js';
 
@@ -32,19 +32,7 @@ import {
 
 let kinesis: LocalKinesis;
 beforeAll(async () => {
-  const emulator = await startKinesisLocal({
-    durations: { createStream: 50, splitShard: 50, mergeShards: 50, registerStreamConsumer: 50 },
-  });
-  const client = localKinesisClient(emulator);
-  kinesis = {
-    emulator,
-    client,
-    newClient: () => localKinesisClient(emulator),
-    stop: async () => {
-      client.destroy();
-      await emulator.stop();
-    },
-  };
+  kinesis = await startLocalKinesis();
 });
 afterAll(async () => {
   await kinesis?.stop();
@@ -175,15 +163,7 @@ describe('a shard subscription', () => {
 });
 
 describe('consumers in fan-out mode', () => {
-  const fast = {
-    leaseRenewIntervalMs: 200,
-    leaseExpiryMs: 700,
-    rebalanceIntervalMs: 150,
-    pollIntervalMs: 50,
-    parentPollIntervalMs: 100,
-    shardSyncIntervalMs: 1_000,
-    leaseCleanupIntervalMs: 1_000,
-  } as const;
+  const fast = FLEET_TIMINGS.fast;
 
   /** Every Kinesis command the consumers sent, by name. */
   const commands: string[] = [];

@@ -5,6 +5,7 @@ import {
   type Consumer,
   type ConsumerOptions,
   createConsumer,
+  type KinesisRecord,
   type RecordProcessor,
 } from '../../src/index.js';
 
@@ -33,7 +34,10 @@ export interface ProcessorBehaviour {
    * aborts when it should hurry.
    */
   readonly onShutdownRequested?: (shardId: string, signal: AbortSignal | undefined) => Promise<void>;
-  /** Checkpoint only in `shutdownRequested`, never after a batch. */
+  /**
+   * Checkpoint only in `shutdownRequested`, never after a batch — at the last record handled (a batch
+   * that returned after the stop began counts as cut short for a checkpoint without arguments).
+   */
   readonly checkpointOnlyOnShutdown?: boolean;
 }
 
@@ -79,33 +83,43 @@ export class Fleet {
       initialPosition: 'TRIM_HORIZON',
       ...FAST_TIMING,
       onEvent: (event) => this.events.push(event),
-      processor: (shardId): RecordProcessor => ({
-        processRecords: async ({ records, checkpointer }) => {
-          const start = performance.now();
-          if (delayMs > 0 && records.length > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-          for (const record of records) {
-            this.processed.push({
-              workerId,
-              shardId,
-              sequenceNumber: record.sequenceNumber,
-              partitionKey: record.partitionKey,
-              data: Buffer.from(record.data).toString(),
-              at: Date.now(),
-            });
-          }
-          if (this.#options.checkpoint !== false && behaviour.checkpointOnlyOnShutdown !== true) {
+      processor: (shardId): RecordProcessor => {
+        let lastHandled: KinesisRecord | null = null;
+        return {
+          processRecords: async ({ records, checkpointer }) => {
+            const start = performance.now();
+            if (delayMs > 0 && records.length > 0)
+              await new Promise((resolve) => setTimeout(resolve, delayMs));
+            for (const record of records) {
+              this.processed.push({
+                workerId,
+                shardId,
+                sequenceNumber: record.sequenceNumber,
+                partitionKey: record.partitionKey,
+                data: Buffer.from(record.data).toString(),
+                at: Date.now(),
+              });
+            }
+            lastHandled = records.at(-1) ?? lastHandled;
+            if (this.#options.checkpoint !== false && behaviour.checkpointOnlyOnShutdown !== true) {
+              await checkpointer.checkpoint();
+            }
+            if (records.length > 0) this.intervals.push({ workerId, shardId, start, end: performance.now() });
+          },
+          shardEnded: async ({ checkpointer }) => {
             await checkpointer.checkpoint();
-          }
-          if (records.length > 0) this.intervals.push({ workerId, shardId, start, end: performance.now() });
-        },
-        shardEnded: async ({ checkpointer }) => {
-          await checkpointer.checkpoint();
-        },
-        shutdownRequested: async ({ checkpointer, signal }) => {
-          await behaviour.onShutdownRequested?.(shardId, signal);
-          if (this.#options.checkpoint !== false) await checkpointer.checkpoint();
-        },
-      }),
+          },
+          shutdownRequested: async ({ checkpointer, signal }) => {
+            await behaviour.onShutdownRequested?.(shardId, signal);
+            if (this.#options.checkpoint === false) return;
+            if (behaviour.checkpointOnlyOnShutdown === true && lastHandled !== null) {
+              await checkpointer.checkpointRecord(lastHandled);
+            } else {
+              await checkpointer.checkpoint();
+            }
+          },
+        };
+      },
       ...this.#options.overrides,
       ...overrides,
     });

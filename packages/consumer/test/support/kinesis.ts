@@ -15,7 +15,13 @@ export interface LocalKinesis {
 
 export async function startLocalKinesis(): Promise<LocalKinesis> {
   const emulator = await startKinesisLocal({
-    durations: { createStream: 50, splitShard: 50, mergeShards: 50, updateShardCount: 50 },
+    durations: {
+      createStream: 50,
+      splitShard: 50,
+      mergeShards: 50,
+      updateShardCount: 50,
+      registerStreamConsumer: 50,
+    },
   });
   const client = localKinesisClient(emulator);
   return {
