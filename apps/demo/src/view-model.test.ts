@@ -33,6 +33,7 @@ function worker(
     leases: shardIds.map((shardId) => ({
       leaseKey: shardId,
       shardId,
+      streamIdentifier: null,
       state: 'processing',
       checkpoint: '1',
       millisBehindLatest: 0,

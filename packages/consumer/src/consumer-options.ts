@@ -7,9 +7,19 @@ import { METRICS_LEVELS } from './metrics/metrics-sink.js';
 import type { PipelineOptions, ResolvedPipelineOptions } from './pipeline/pipeline-options.js';
 import { resolvePipelineOptions } from './pipeline/pipeline-options.js';
 import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
+import {
+  checkMultiStream,
+  type FormerStreamsStrategy,
+  type InitialPosition,
+  isInitialPosition,
+  type ResolvedMultiStream,
+  STREAM_ARN,
+  STREAM_NAME,
+  type StreamConfig,
+  type StreamTracker,
+} from './streams/stream-options.js';
 
-/** Where a new application starts reading each shard. */
-export type InitialPosition = 'TRIM_HORIZON' | 'LATEST' | { readonly timestamp: Date };
+export type { InitialPosition } from './streams/stream-options.js';
 
 /** Settings for a Kinesis client the consumer builds (and closes) itself. */
 export interface KinesisClientSettings {
@@ -71,8 +81,22 @@ export type ResolvedRetrieval =
 export interface ConsumerOptions {
   /** The stream to read, by name… */
   readonly streamName?: string;
-  /** …or by ARN (give exactly one). */
+  /** …or by ARN (give exactly one of `streamName`, `streamArn`, `streams`, `streamTracker`). */
   readonly streamArn?: string;
+  /**
+   * Several streams, one application: their leases share the lease table and one balance, with keys
+   * in the Java KCL's multi-stream format (`account:stream:creationEpoch:shardId`).
+   */
+  readonly streams?: readonly StreamConfig[];
+  /** Several streams, asked again every `streamSyncIntervalMs` (streams added and removed at run time). */
+  readonly streamTracker?: StreamTracker;
+  /** Several streams: how often the list is read again and new streams get their leases. Default 60 000. */
+  readonly streamSyncIntervalMs?: number;
+  /**
+   * Several streams: what happens to the leases of a stream no longer listed. Default
+   * `{ strategy: 'auto', waitMs: 3_600_000 }`: read on for an hour, then deleted.
+   */
+  readonly formerStreams?: FormerStreamsStrategy;
   /** Names the application whose leases the store holds (one lease table namespace). */
   readonly applicationName: string;
   /** Unique per process. Stable ids let a restarted worker re-adopt its own leases. Default: host:pid:random. */
@@ -156,7 +180,9 @@ export interface ConsumerOptions {
 }
 
 export interface ResolvedConsumerOptions {
-  readonly streamIdentity: { readonly streamName: string } | { readonly streamArn: string };
+  /** The one stream read; null when the application reads several (`multiStream`). */
+  readonly streamIdentity: { readonly streamName: string } | { readonly streamArn: string } | null;
+  readonly multiStream: ResolvedMultiStream | null;
   readonly retrieval: ResolvedRetrieval;
   readonly applicationName: string;
   readonly workerId: string;
@@ -202,8 +228,7 @@ export const CONSUMER_DEFAULTS = {
   kinesisCallTimeoutMs: 30_000,
 } as const;
 
-const ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/;
-const STREAM_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const ARN = STREAM_ARN;
 
 /**
  * Everything `createConsumer` takes from its options, checked once: the settings, and the parts it
@@ -238,7 +263,14 @@ export function resolveConsumerOptions(
 export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: RandomSource): ConsumerSetup {
   const check = new OptionProblems('@kcl/consumer createConsumer');
   const given = (options ?? {}) as Partial<ConsumerOptions>;
-  const streamIdentity = checkStream(check, given);
+  const initialPosition = checkInitialPosition(check, given.initialPosition);
+  const multiStream = checkMultiStream(check, given, initialPosition);
+  const streamIdentity = multiStream === null ? checkStream(check, given) : null;
+  if (multiStream !== null && (given.streamName !== undefined || given.streamArn !== undefined)) {
+    check.add(
+      `${given.streamName !== undefined ? 'streamName' : 'streamArn'} and ${given.streams !== undefined ? 'streams' : 'streamTracker'} are both set: give one stream, or several`,
+    );
+  }
   const applicationName = check.string(
     'applicationName',
     given.applicationName,
@@ -269,7 +301,6 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
     given.metricsLevel === undefined
       ? undefined
       : check.oneOf('metricsLevel', given.metricsLevel, METRICS_LEVELS, 'DETAILED');
-  const initialPosition = checkInitialPosition(check, given.initialPosition);
 
   const leaseRenewIntervalMs = check.integer(
     'leaseRenewIntervalMs',
@@ -339,6 +370,11 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
     kinesisCallTimeoutMs: integerOption('kinesisCallTimeoutMs'),
   };
   const retrieval = checkRetrieval(check, given.retrieval, applicationName);
+  if (multiStream !== null && retrieval.mode === 'fanout' && retrieval.consumerArn !== null) {
+    check.add(
+      'retrieval.consumerArn names the stream consumer of one stream; with several streams give retrieval.consumerName (one consumer of that name is registered on each stream)',
+    );
+  }
   const processingRetry = check.retryDelays('processingRetry', given.processingRetry, {
     initialMs: 500,
     maxMs: 30_000,
@@ -360,7 +396,8 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
 
   return {
     options: {
-      streamIdentity: streamIdentity as ResolvedConsumerOptions['streamIdentity'],
+      streamIdentity,
+      multiStream,
       retrieval,
       applicationName,
       workerId: workerId ?? defaultWorkerId(workerRandom ?? random),
@@ -456,14 +493,7 @@ function checkLeaseStore(
 
 function checkInitialPosition(check: OptionProblems, given: InitialPosition | undefined): InitialPosition {
   const position = given ?? CONSUMER_DEFAULTS.initialPosition;
-  const valid =
-    position === 'TRIM_HORIZON' ||
-    position === 'LATEST' ||
-    (typeof position === 'object' &&
-      position !== null &&
-      position.timestamp instanceof Date &&
-      !Number.isNaN(position.timestamp.getTime()));
-  if (!valid) {
+  if (!isInitialPosition(position)) {
     check.add(
       `initialPosition ${JSON.stringify(position)} must be 'TRIM_HORIZON', 'LATEST' or { timestamp: Date }`,
     );

@@ -4,7 +4,7 @@ import { guardLeaseStore, Lifecycle } from '@kcl/core';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { ConsumerOptions, KinesisClientSettings, ResolvedRetrieval } from './consumer-options.js';
 import { isKinesisClient, resolveConsumerSetup } from './consumer-options.js';
-import { KinesisStream } from './kinesis/kinesis-stream.js';
+import { KinesisStream, type StreamIdentity } from './kinesis/kinesis-stream.js';
 import { ensureStreamConsumer } from './kinesis/stream-consumer.js';
 import { createLeasePlanner } from './leases/lease-planner.js';
 import { withStoreDeadlines } from './leases/store-deadlines.js';
@@ -87,20 +87,18 @@ export function createConsumer(options: ConsumerOptions): Consumer {
         ...options.kinesis,
         ...(needsHttp1(options.kinesis, resolved.retrieval) ? { requestHandler: new NodeHttpHandler() } : {}),
       });
-  const stream = new KinesisStream(kinesis, resolved.streamIdentity, {
-    clock,
-    random,
-    callTimeoutMs: resolved.kinesisCallTimeoutMs,
-  });
+  const readerFor = (identity: StreamIdentity): KinesisStream =>
+    new KinesisStream(kinesis, identity, { clock, random, callTimeoutMs: resolved.kinesisCallTimeoutMs });
+  const stream = resolved.streamIdentity === null ? null : readerFor(resolved.streamIdentity);
 
   /** Fan-out: the registered stream consumer the worker subscribes with (registered when missing). */
   const streamConsumerRegistration = (): WorkerDependencies['registerStreamConsumer'] => {
     const retrieval = resolved.retrieval;
     if (retrieval.mode !== 'fanout') return null;
-    return async (signal) => {
+    return async (streamIdentity, signal) => {
       const registered = await ensureStreamConsumer({
         kinesis,
-        stream: resolved.streamIdentity,
+        stream: streamIdentity,
         consumerName: retrieval.consumerName,
         ...(retrieval.consumerArn === null ? {} : { consumerArn: retrieval.consumerArn }),
         timeoutMs: retrieval.registrationTimeoutMs,
@@ -115,6 +113,7 @@ export function createConsumer(options: ConsumerOptions): Consumer {
           }),
       });
       logger.info('stream consumer ready', {
+        stream: 'streamName' in streamIdentity ? streamIdentity.streamName : streamIdentity.streamArn,
         consumerName: registered.consumerName,
         consumerArn: registered.consumerArn,
       });
@@ -147,6 +146,7 @@ export function createConsumer(options: ConsumerOptions): Consumer {
       resolved.storeCallTimeoutMs,
     ),
     stream,
+    readerFor: resolved.multiStream === null ? null : readerFor,
     registerStreamConsumer: streamConsumerRegistration(),
     processorFactory,
     onProcessingError: setup.onProcessingError,

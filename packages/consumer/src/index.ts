@@ -78,3 +78,10 @@ export type {
 } from './processing/record-processor.js';
 export type { ShardConsumerState } from './processing/shard-consumer.js';
 export type { LeaseStatus } from './processing/shard-consumers.js';
+export type {
+  ConsumedStream,
+  FormerStreamsStrategy,
+  StreamConfig,
+  StreamTracker,
+} from './streams/stream-options.js';
+export { parseStreamIdentifier } from './streams/stream-options.js';

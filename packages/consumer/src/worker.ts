@@ -13,26 +13,32 @@ import { Backoff } from './backoff.js';
 import type { ResolvedConsumerOptions } from './consumer-options.js';
 import { within } from './deadline.js';
 import { isRetryableKinesisError } from './kinesis/kinesis-errors.js';
-import type { StreamReader } from './kinesis/kinesis-stream.js';
+import type { StreamIdentity, StreamReader } from './kinesis/kinesis-stream.js';
 import { type HandoffOutcome, HandoffRequests } from './leases/handoff-requests.js';
 import { cleanUpLeases } from './leases/lease-cleanup.js';
 import { LeaseKeeper } from './leases/lease-keeper.js';
 import type { LeasePlanner } from './leases/lease-planner.js';
 import { runRenewalLoop } from './leases/renewal-loop.js';
-import { ShardSync } from './leases/shard-sync.js';
 import type { WorkerMetrics } from './metrics/worker-metrics.js';
 import { Mutex } from './mutex.js';
 import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
-import { type LeaseStatus, ShardConsumers } from './processing/shard-consumers.js';
-import { shardConsumerSettings } from './processing/shard-run.js';
+import { type LeaseStatus, ShardConsumers, type StreamBinding } from './processing/shard-consumers.js';
+import { type ShardConsumerSettings, shardConsumerSettings } from './processing/shard-run.js';
+import { type DescribableStreamReader, type StreamEntry, StreamRegistry } from './streams/stream-registry.js';
 
 export interface WorkerDependencies {
   readonly options: ResolvedConsumerOptions;
   /** The store, with the call deadline already applied. */
   readonly store: LeaseStore;
-  readonly stream: StreamReader;
-  /** Fan-out: resolves to the registered stream consumer's ARN (registering it when missing); null when polling. */
-  readonly registerStreamConsumer: ((signal: AbortSignal) => Promise<string>) | null;
+  /** The one stream read; null when the application reads several (`readerFor` then). */
+  readonly stream: StreamReader | null;
+  /** Several streams: the reader of each. */
+  readonly readerFor?: ((identity: StreamIdentity) => DescribableStreamReader) | null;
+  /**
+   * Fan-out: resolves to the ARN of the stream consumer registered on a stream (registering it when
+   * missing); null when polling.
+   */
+  readonly registerStreamConsumer: ((stream: StreamIdentity, signal: AbortSignal) => Promise<string>) | null;
   readonly processorFactory: RecordProcessorFactory;
   readonly onProcessingError: ProcessingErrorHandler | null;
   readonly planner: LeasePlanner;
@@ -64,7 +70,9 @@ export class Worker {
   readonly #taking = new AbortController();
   /** Stops renewal and expiry tracking; aborted last on a graceful stop. */
   readonly #renewing = new AbortController();
-  readonly #shardSync: ShardSync;
+  readonly #streams: StreamRegistry;
+  /** The shard consumer settings of each stream (its initial timestamp, its stream consumer). */
+  readonly #bindings = new WeakMap<StreamEntry, StreamBinding>();
   /** The hand-offs this worker asked for and waits on. */
   readonly #handoffs: HandoffRequests;
   /** Hand-offs being settled right now (read, no longer pending, not yet taken up or dropped). */
@@ -77,8 +85,8 @@ export class Worker {
   /** The start sequence in flight (or done), so a stop can wait for it. */
   #initializing: Promise<void> | null = null;
   #stopping = false;
-  /** Fan-out: the registered stream consumer's ARN, once asked for (null: to be registered again). */
-  #streamConsumer: Promise<string> | null = null;
+  /** Fan-out: each stream's registered stream consumer ARN, once asked for (absent: to be registered again). */
+  readonly #streamConsumers = new Map<string, Promise<string>>();
   /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
@@ -108,15 +116,28 @@ export class Worker {
       clock: deps.clock,
       onReadError: (_leaseKey, error) => this.#storeError('read a lease asked for', error),
     });
+    this.#streams = new StreamRegistry({
+      single:
+        deps.options.streamIdentity === null || deps.stream === null
+          ? null
+          : { identity: deps.options.streamIdentity, reader: deps.stream },
+      multi:
+        deps.options.multiStream === null || deps.readerFor === undefined || deps.readerFor === null
+          ? null
+          : { settings: deps.options.multiStream, readerFor: deps.readerFor },
+      initialPosition: deps.options.initialPosition,
+      store: deps.store,
+      workerId: deps.options.workerId,
+      clock: deps.clock,
+      logger: deps.logger,
+      emit: deps.emit,
+    });
     this.#consumers = new ShardConsumers({
       keeper: this.#keeper,
       store: deps.store,
-      stream: deps.stream,
+      streamOf: (leaseKey) => this.#bindingOf(leaseKey),
       processorFactory: deps.processorFactory,
-      settings: shardConsumerSettings(deps.options, deps.onProcessingError, {
-        consumerArn: () => this.#streamConsumerArn(this.#taking.signal),
-        consumerGone: (consumerArn) => this.#streamConsumerGone(consumerArn),
-      }),
+      settings: shardConsumerSettings(deps.options, deps.onProcessingError),
       workerId: deps.options.workerId,
       clock: deps.clock,
       random: deps.random,
@@ -124,15 +145,27 @@ export class Worker {
       emit: deps.emit,
       metrics: deps.metrics,
     });
-    this.#shardSync = new ShardSync({
-      store: deps.store,
-      stream: deps.stream,
-      initialPosition: deps.options.initialPosition,
-      workerId: deps.options.workerId,
-      clock: deps.clock,
-      logger: deps.logger,
-      emit: deps.emit,
-    });
+  }
+
+  /** How a lease's shards are read: its stream's reader and settings (null: not a stream read here). */
+  #bindingOf(leaseKey: string): StreamBinding | null {
+    const entry = this.#streams.forLeaseKey(leaseKey);
+    if (entry === null) return null;
+    let binding = this.#bindings.get(entry);
+    if (binding === undefined) {
+      const { options, onProcessingError } = this.#deps;
+      const settings: ShardConsumerSettings = shardConsumerSettings(
+        { ...options, initialPosition: entry.initialPosition },
+        onProcessingError,
+        {
+          consumerArn: () => this.#streamConsumerArn(entry, this.#taking.signal),
+          consumerGone: (consumerArn) => this.#streamConsumerGone(entry, consumerArn),
+        },
+      );
+      binding = { stream: entry.reader, consumedStream: entry.stream, settings };
+      this.#bindings.set(entry, binding);
+    }
+    return binding;
   }
 
   /**
@@ -169,6 +202,9 @@ export class Worker {
       this.#periodic(options.leaseCleanupIntervalMs, () => this.#cleanUpLeases()),
       this.#periodic(options.handoffPollIntervalMs, () => this.#checkHandoffs()),
     ];
+    if (options.multiStream !== null) {
+      this.#loops.push(this.#periodic(options.multiStream.syncIntervalMs, () => this.#syncStreams()));
+    }
   }
 
   /** Makes a start that is still retrying give up (the consumer is being stopped). */
@@ -185,18 +221,20 @@ export class Worker {
     proceed();
     await this.#checkMigrationMarker();
     proceed();
-    if (this.#deps.registerStreamConsumer !== null) {
-      await this.#streamConsumerArn(this.#starting.signal);
+    const single = this.#streams.single;
+    if (this.#deps.registerStreamConsumer !== null && single !== null) {
+      await this.#streamConsumerArn(single, this.#starting.signal);
       proceed();
     }
     await store.workers.heartbeat(this.workerId, {
       startedAt: new Date(this.#deps.clock.now()).toISOString(),
     });
     proceed();
+    await this.#streams.sync(this.#starting.signal);
+    proceed();
     let leases = await store.leases.list();
     proceed();
-    if (leases.length === 0) {
-      await this.#shardSync.createInitialLeases(this.#taking.signal);
+    if (await this.#createInitialLeases(this.#streams.tracked(), leases)) {
       proceed();
       leases = await store.leases.list();
       proceed();
@@ -204,9 +242,23 @@ export class Worker {
     await this.#readopt(leases);
     logger.info('worker started', {
       workerId: this.workerId,
-      stream: this.#deps.stream.name,
+      streams: this.#streams.tracked().map((entry) => entry.identifier ?? entry.stream.name),
       leases: leases.length,
     });
+  }
+
+  /**
+   * Creates the leases of the streams among `entries` that have none in `leases` (a new application,
+   * or a stream new to it) at their initial positions. True when it created any.
+   */
+  async #createInitialLeases(entries: readonly StreamEntry[], leases: readonly Lease[]): Promise<boolean> {
+    let created = false;
+    for (const entry of entries) {
+      if (this.#streams.leasesOf(entry, leases).length > 0) continue;
+      await entry.sync.createInitialLeases(this.#taking.signal);
+      created = true;
+    }
+    return created;
   }
 
   /**
@@ -321,6 +373,8 @@ export class Worker {
       return;
     }
     if (this.#taking.signal.aborted) return;
+    // Several streams: a lease without a stream in its key is no shard this worker can read.
+    if (this.#streams.multiStream) leases = leases.filter((lease) => this.#streams.accepts(lease.leaseKey));
     this.#keeper.reconcile(leases);
     this.#consumers.reconcile(this.#keeper.held());
     if (options.handoff) this.#adoptHandoffs(leases, listedAt);
@@ -407,36 +461,47 @@ export class Worker {
    * found it gone. After the start, a failure that retrying will not mend (a `consumerArn` that does
    * not exist, say) stops the worker: no shard could be read.
    */
-  #streamConsumerArn(signal: AbortSignal): Promise<string> {
+  #streamConsumerArn(entry: StreamEntry, signal: AbortSignal): Promise<string> {
     const register = this.#deps.registerStreamConsumer;
     if (register === null) {
       return Promise.reject(
         new KclError('FANOUT_NOT_CONFIGURED', '@kcl/consumer: this consumer reads by polling, not fan-out'),
       );
     }
-    if (this.#streamConsumer === null) {
-      const registering = register(signal);
-      this.#streamConsumer = registering;
+    const key = entry.identifier ?? '';
+    let current = this.#streamConsumers.get(key);
+    if (current === undefined) {
+      const registering = register(entry.identity, signal);
+      current = registering;
+      this.#streamConsumers.set(key, registering);
       registering.catch((error: unknown) => {
-        if (this.#streamConsumer === registering) this.#streamConsumer = null;
+        if (this.#streamConsumers.get(key) === registering) this.#streamConsumers.delete(key);
         const lasting = !(KclError.is(error) ? error.retryable : isRetryableKinesisError(error));
-        if (lasting && this.#loops.length > 0 && !signal.aborted) {
+        if (!lasting || this.#loops.length === 0 || signal.aborted) return;
+        if (entry.identifier === undefined) {
           this.#deps.logger.error('the stream consumer cannot be used; stopping', { error });
           this.#deps.onFatal(error);
+        } else {
+          // One stream of several: its shards are given up and tried again; the others read on.
+          this.#deps.logger.error('the stream consumer of a stream cannot be used', {
+            stream: entry.identifier,
+            error,
+          });
         }
       });
     }
-    return this.#streamConsumer;
+    return current;
   }
 
-  #streamConsumerGone(consumerArn: string): void {
-    const current = this.#streamConsumer;
-    if (current === null) return;
+  #streamConsumerGone(entry: StreamEntry, consumerArn: string): void {
+    const key = entry.identifier ?? '';
+    const current = this.#streamConsumers.get(key);
+    if (current === undefined) return;
     void current.then(
       (arn) => {
-        if (arn === consumerArn && this.#streamConsumer === current) {
+        if (arn === consumerArn && this.#streamConsumers.get(key) === current) {
           this.#deps.logger.warn('the stream consumer is gone; registering it again', { consumerArn });
-          this.#streamConsumer = null;
+          this.#streamConsumers.delete(key);
         }
       },
       () => undefined,
@@ -587,6 +652,7 @@ export class Worker {
     for (const lease of leases) {
       if (
         lease.owner === this.workerId &&
+        this.#streams.accepts(lease.leaseKey) &&
         !isLeaseComplete(lease) &&
         this.#keeper.get(lease.leaseKey) === undefined
       ) {
@@ -597,17 +663,92 @@ export class Worker {
 
   // ── shard sync and cleanup ────────────────────────────────────────────────────────────────────
 
-  /** The hole audit (which also notices a migration marker). */
+  /**
+   * The hole audit (which also notices a migration marker): of the one stream, or of each stream
+   * listed and each former stream that still has leases.
+   */
   async #syncShards(): Promise<void> {
     await this.#checkMigrationMarker();
-    await this.#shardSync.audit(this.#taking.signal);
+    const single = this.#streams.single;
+    if (single !== null) {
+      await single.sync.audit(this.#taking.signal);
+      return;
+    }
+    const leases = await this.#deps.store.leases.list();
+    for (const entry of this.#streamsOf(leases)) {
+      if (this.#taking.signal.aborted) return;
+      const streamLeases = this.#streams.leasesOf(entry, leases);
+      // A former stream without leases is done with; only a listed one gets leases again.
+      if (streamLeases.length === 0 && !this.#streams.tracked().includes(entry)) continue;
+      try {
+        await entry.sync.audit(this.#taking.signal, streamLeases);
+      } catch (error) {
+        this.#storeError(`shard sync of ${entry.identifier}`, error);
+      }
+    }
+  }
+
+  /** The streams listed, and the former streams that `leases` still hold leases of. */
+  #streamsOf(leases: readonly Lease[]): StreamEntry[] {
+    const entries = new Set(this.#streams.tracked());
+    for (const lease of leases) {
+      if (!this.#streams.accepts(lease.leaseKey)) continue;
+      const entry = this.#streams.forLeaseKey(lease.leaseKey);
+      if (entry !== null) entries.add(entry);
+    }
+    return [...entries];
+  }
+
+  /**
+   * Several streams: reads the stream list again, creates the leases of streams new to the
+   * application, and deletes the leases of former streams that are due (`formerStreams`) or no
+   * longer exist. Their consumers then lose their leases and end.
+   */
+  async #syncStreams(): Promise<void> {
+    const { store, logger, emit, metrics } = this.#deps;
+    const signal = this.#taking.signal;
+    const changes = await this.#streams.sync(signal);
+    let leases = await store.leases.list();
+    if (changes.added.length > 0 && (await this.#createInitialLeases(changes.added, leases))) {
+      leases = await store.leases.list();
+    }
+    const byStream = new Map<string, Lease[]>();
+    for (const lease of leases) {
+      if (!this.#streams.accepts(lease.leaseKey)) continue;
+      const identifier = this.#streams.forLeaseKey(lease.leaseKey)?.identifier;
+      if (identifier === undefined) continue;
+      byStream.set(identifier, [...(byStream.get(identifier) ?? []), lease]);
+    }
+    const listed = new Set(this.#streams.tracked().map((entry) => entry.identifier));
+    metrics.streams({
+      listed: listed.size,
+      former: [...byStream.keys()].filter((identifier) => !listed.has(identifier)).length,
+    });
+    const due = await this.#streams.dueForDeletion(new Set(byStream.keys()), signal);
+    let deletedStreams = 0;
+    for (const identifier of due) {
+      if (signal.aborted) return;
+      const streamLeases = byStream.get(identifier) ?? [];
+      for (const lease of streamLeases) {
+        await store.leases.delete(lease.leaseKey);
+        emit({ type: 'lease-deleted', workerId: this.workerId, leaseKey: lease.leaseKey });
+      }
+      this.#streams.forget(identifier);
+      deletedStreams += 1;
+      logger.warn('deleted the leases of a former stream', {
+        stream: identifier,
+        leases: streamLeases.length,
+      });
+    }
+    if (deletedStreams > 0) metrics.streamLeasesDeleted(deletedStreams);
   }
 
   async #cleanUpLeases(): Promise<void> {
-    const { store, stream, logger, emit, metrics } = this.#deps;
+    const { store, logger, emit, metrics } = this.#deps;
     await cleanUpLeases({
       store,
-      stream,
+      streamOf: (leaseKey) =>
+        this.#streams.accepts(leaseKey) ? (this.#streams.forLeaseKey(leaseKey)?.reader ?? null) : null,
       workerId: this.workerId,
       logger,
       emit,

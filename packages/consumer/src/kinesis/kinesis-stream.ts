@@ -1,5 +1,6 @@
 import {
   type ChildShard,
+  DescribeStreamSummaryCommand,
   GetRecordsCommand,
   type GetRecordsCommandOutput,
   GetShardIteratorCommand,
@@ -74,6 +75,13 @@ export interface ShardEvent {
   readonly continuationSequenceNumber: string | null;
   readonly millisBehindLatest: number;
   readonly childShards: readonly ChildShard[];
+}
+
+/** What DescribeStreamSummary tells of a stream: its name, ARN and creation time. */
+export interface StreamDescription {
+  readonly streamName: string;
+  readonly streamArn: string;
+  readonly createdAt: Date;
 }
 
 /** The calls the runtime makes against one stream. `KinesisStream` is the implementation. */
@@ -189,6 +197,30 @@ export class KinesisStream implements StreamReader {
       nextToken = page.NextToken;
     } while (nextToken !== undefined);
     return shards;
+  }
+
+  /** DescribeStreamSummary: the stream's name, ARN and creation time (a re-created stream has a new one). */
+  async describe(signal?: AbortSignal): Promise<StreamDescription> {
+    const output = await this.#send('DescribeStreamSummary', signal, (options) =>
+      this.client.send(new DescribeStreamSummaryCommand(this.#streamParameters()), options),
+    );
+    const summary = output.StreamDescriptionSummary;
+    if (
+      summary?.StreamName === undefined ||
+      summary.StreamARN === undefined ||
+      summary.StreamCreationTimestamp === undefined
+    ) {
+      throw new KclError(
+        'KINESIS_INCOMPLETE_DESCRIPTION',
+        `@kcl/consumer: DescribeStreamSummary of ${this.name} did not name the stream, its ARN and its creation time; retrying`,
+        { retryable: true },
+      );
+    }
+    return {
+      streamName: summary.StreamName,
+      streamArn: summary.StreamARN,
+      createdAt: summary.StreamCreationTimestamp,
+    };
   }
 
   async getShardIterator(shardId: string, position: IteratorPosition, signal?: AbortSignal): Promise<string> {

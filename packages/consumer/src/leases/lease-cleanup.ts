@@ -1,5 +1,5 @@
 import type { Shard } from '@aws-sdk/client-kinesis';
-import type { KclEvent, LeaseStore, Logger } from '@kcl/core';
+import type { KclEvent, Lease, LeaseStore, Logger } from '@kcl/core';
 import { shardIdOfLeaseKey } from '@kcl/core';
 import { findDeletableLeases } from '@kcl/shard-graph';
 import { classifyKinesisError } from '../kinesis/kinesis-errors.js';
@@ -8,7 +8,8 @@ import { childrenInListing } from './child-leases.js';
 
 export interface LeaseCleanupOptions {
   readonly store: LeaseStore;
-  readonly stream: StreamReader;
+  /** The stream of a lease's shard (null: a lease this worker cannot read, left alone). */
+  readonly streamOf: (leaseKey: string) => StreamReader | null;
   readonly workerId: string;
   readonly logger: Logger;
   readonly emit: (event: KclEvent) => void;
@@ -25,14 +26,29 @@ export interface LeaseCleanupOptions {
  * longer lists, and that has no children, is gone for good and its lease is deleted.
  */
 export async function cleanUpLeases(options: LeaseCleanupOptions): Promise<void> {
-  const { store, emit, stream, logger, workerId } = options;
+  const { store, emit, workerId } = options;
   const leases = await store.leases.list();
   for (const lease of findDeletableLeases(leases)) {
     await store.leases.delete(lease.leaseKey);
     emit({ type: 'lease-deleted', workerId, leaseKey: lease.leaseKey });
   }
-  const childless = leases.filter((lease) => lease.checkpoint.isShardEnd && lease.childShardIds.length === 0);
-  if (childless.length === 0) return;
+  // Finished leases that know no children, by stream: each stream's listing tells about its own.
+  const childless = new Map<StreamReader, Lease[]>();
+  for (const lease of leases) {
+    if (!lease.checkpoint.isShardEnd || lease.childShardIds.length > 0) continue;
+    const stream = options.streamOf(lease.leaseKey);
+    if (stream === null) continue;
+    childless.set(stream, [...(childless.get(stream) ?? []), lease]);
+  }
+  for (const [stream, streamLeases] of childless) await cleanUpChildless(options, stream, streamLeases);
+}
+
+async function cleanUpChildless(
+  options: LeaseCleanupOptions,
+  stream: StreamReader,
+  childless: readonly Lease[],
+): Promise<void> {
+  const { store, emit, logger, workerId } = options;
   let listing: Shard[];
   let streamGone = false;
   try {

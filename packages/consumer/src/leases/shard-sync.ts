@@ -20,6 +20,8 @@ export interface ShardSyncOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly emit: (event: KclEvent) => void;
+  /** The stream's identifier in a multi-stream application: its lease keys carry it as a prefix. */
+  readonly streamIdentifier?: string;
 }
 
 /** Listings of an application without leases before the initial leases are created anyway (as the Java KCL). */
@@ -44,7 +46,7 @@ export class ShardSync {
     // A listing that races a reshard can leave part of the key space uncovered: list again.
     for (let attempt = 1; attempt <= INITIAL_LISTING_ATTEMPTS; attempt++) {
       const shards = shardsFromKinesis(await stream.listShards(shardFilterFor(initialPosition), signal));
-      const plan = planInitialLeases(shards, { initialPosition });
+      const plan = planInitialLeases(shards, { initialPosition, ...this.#streamScope() });
       if (!plan.ok) {
         logger.warn('initial shard listing is not usable yet', { attempt, reason: plan.message });
         await clock.sleep(1_000, signal);
@@ -61,9 +63,9 @@ export class ShardSync {
    * (children recorded without one, rows imported from elsewhere) first get theirs from the listing,
    * stored, as the Java KCL does — otherwise one such lease would keep the audit blind for good.
    */
-  async audit(signal: AbortSignal): Promise<void> {
+  async audit(signal: AbortSignal, streamLeases?: readonly Lease[]): Promise<void> {
     const { store, stream, initialPosition, logger } = this.#options;
-    let leases = await store.leases.list();
+    let leases = [...(streamLeases ?? (await store.leases.list()))];
     if (leases.length === 0) {
       await this.createInitialLeases(signal);
       return;
@@ -77,13 +79,21 @@ export class ShardSync {
     }
     if (!verdict.shouldSync) return;
     listing ??= await stream.listShards(undefined, signal);
-    const plan = planMissingLeases(shardsFromKinesis(listing), leases, { initialPosition });
+    const plan = planMissingLeases(shardsFromKinesis(listing), leases, {
+      initialPosition,
+      ...this.#streamScope(),
+    });
     if (!plan.ok) {
       logger.info('shard sync postponed', { reason: plan.message });
       return;
     }
     await createMissingLeases(plan.leases, this.#creation('audit'));
     this.#auditor.reset();
+  }
+
+  #streamScope(): { streamIdentifier?: string } {
+    const identifier = this.#options.streamIdentifier;
+    return identifier === undefined ? {} : { streamIdentifier: identifier };
   }
 
   #creation(cause: 'initial' | 'audit'): LeaseCreation {

@@ -4,7 +4,7 @@
  */
 
 /** The Prometheus labels kcl metrics carry. */
-export type LabelName = 'shard_id' | 'worker_id' | 'operation';
+export type LabelName = 'shard_id' | 'stream_id' | 'worker_id' | 'operation';
 
 /** How a Java KCL metric appears in Prometheus (name without the prefix). */
 export interface PrometheusMetricMapping {
@@ -17,6 +17,8 @@ export interface PrometheusMetricMapping {
 /** The metric dimension each label is read from. */
 export const LABEL_DIMENSIONS: Readonly<Record<LabelName, string>> = {
   shard_id: 'ShardId',
+  /** Several streams: the stream identifier (the Java KCL's StreamId dimension). */
+  stream_id: 'StreamId',
   worker_id: 'WorkerIdentifier',
   operation: 'Operation',
 };
@@ -31,20 +33,20 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     type: 'gauge',
     name: 'millis_behind_latest',
     help: 'How far the last batch read from the shard is behind its newest record, in milliseconds (Java MillisBehindLatest)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ApplicationTracker/MillisBehindLatest': null,
   'ProcessTask/RecordsProcessed': {
     type: 'counter',
     name: 'records_processed_total',
     help: 'Records delivered to the processor (Java RecordsProcessed)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/DataBytesProcessed': {
     type: 'counter',
     name: 'data_bytes_processed_total',
     help: 'Bytes of record data delivered to the processor (Java DataBytesProcessed)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/RecordProcessor.processRecords.Time': {
     type: 'histogram',
@@ -56,13 +58,13 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     type: 'counter',
     name: 'expired_iterators_total',
     help: 'Shard iterators that expired and were renewed (Java ExpiredIterator)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/UpdateLease.Success': {
     type: 'counter',
     name: 'checkpoints_total',
     help: 'Checkpoints written (Java UpdateLease.Success)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/KinesisDataFetcher.getRecords.Time': {
     type: 'histogram',
@@ -80,7 +82,7 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     type: 'counter',
     name: 'subscribe_to_shard_total',
     help: 'Fan-out subscriptions started: SubscribeToShard calls answered, renewals included (kcl; the Java KCL reports no fan-out metrics)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.Time': {
     type: 'histogram',
@@ -92,37 +94,37 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     type: 'counter',
     name: 'subscribe_to_shard_events_total',
     help: 'Events fan-out subscriptions delivered, empty heartbeats included (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.Renewed': {
     type: 'counter',
     name: 'subscribe_to_shard_renewals_total',
     help: 'Subscriptions ended after subscriptionLifetimeMs to be renewed from their last position (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.IdleRestart': {
     type: 'counter',
     name: 'subscribe_to_shard_idle_restarts_total',
     help: 'Subscriptions started again after delivering nothing for idleTimeoutMs (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.ResourceInUse': {
     type: 'counter',
     name: 'subscribe_to_shard_resource_in_use_total',
     help: 'Subscriptions refused because another one of the consumer and shard was still active, then waited out (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.Throttled': {
     type: 'counter',
     name: 'subscribe_to_shard_throttled_total',
     help: 'SubscribeToShard calls throttled, then retried with backoff (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'ProcessTask/SubscribeToShard.Failure': {
     type: 'counter',
     name: 'subscribe_to_shard_failures_total',
     help: 'Subscriptions that failed or broke off (network, 5xx, a rejected position), then started again with backoff (kcl)',
-    labels: ['shard_id'],
+    labels: ['shard_id', 'stream_id'],
   },
   'RenewAllLeases/CurrentLeases': {
     type: 'gauge',
@@ -203,6 +205,6 @@ export function genericMapping(metricName: string): PrometheusMetricMapping {
     type: 'gauge',
     name: name === '' ? 'unnamed' : name,
     help: `Last value of the KCL metric ${metricName}`,
-    labels: ['operation', 'shard_id', 'worker_id'],
+    labels: ['operation', 'shard_id', 'stream_id', 'worker_id'],
   };
 }

@@ -1,5 +1,6 @@
 import type { KclEvent, LeaseHandoffStep } from '@kcl/core';
 import { shardIdOfLeaseKey } from '@kcl/core';
+import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import type { SubscriptionIssueKind } from '../kinesis/shard-subscriber.js';
 import type { MetricDatum, MetricsLevel, MetricsSink, MetricUnit } from './metrics-sink.js';
 import { isMetricsLevelEnabled } from './metrics-sink.js';
@@ -83,12 +84,14 @@ export class WorkerMetrics {
 
   batch(report: {
     readonly shardId: string;
+    /** The lease key: a multi-stream key adds the StreamId dimension. */
+    readonly leaseKey?: string;
     readonly records: number;
     readonly bytes: number;
     readonly millisBehindLatest: number;
     readonly processingMs: number;
   }): void {
-    const shard = { Operation: 'ProcessTask', ShardId: report.shardId };
+    const shard = this.#shard(report.leaseKey ?? report.shardId);
     this.#record('MillisBehindLatest', report.millisBehindLatest, 'Milliseconds', shard, 'SUMMARY');
     this.#record(
       'MillisBehindLatest',
@@ -126,28 +129,22 @@ export class WorkerMetrics {
   }
 
   /** A SubscribeToShard call was answered: a fan-out subscription of the shard started (kcl metrics). */
-  subscribed(shardId: string, durationMs: number): void {
-    const shard = { Operation: 'ProcessTask', ShardId: shardId };
+  subscribed(leaseKey: string, durationMs: number): void {
+    const shard = this.#shard(leaseKey);
     this.#record('SubscribeToShard.Time', durationMs, 'Milliseconds', shard, 'DETAILED');
     this.#record('SubscribeToShard.Success', 1, 'Count', shard, 'DETAILED');
   }
 
   /** A subscription delivered an event (records or an empty heartbeat). */
-  subscriptionEvent(shardId: string): void {
-    this.#record(
-      'SubscribeToShard.Events',
-      1,
-      'Count',
-      { Operation: 'ProcessTask', ShardId: shardId },
-      'DETAILED',
-    );
+  subscriptionEvent(leaseKey: string): void {
+    this.#record('SubscribeToShard.Events', 1, 'Count', this.#shard(leaseKey), 'DETAILED');
   }
 
   /** A subscription failed, was throttled, waited for another one, was renewed or went idle. */
-  subscriptionIssue(shardId: string, kind: SubscriptionIssueKind): void {
+  subscriptionIssue(leaseKey: string, kind: SubscriptionIssueKind): void {
     const metric = SUBSCRIPTION_ISSUE_METRICS[kind];
     if (metric === undefined) return;
-    this.#record(metric.name, 1, 'Count', { Operation: 'ProcessTask', ShardId: shardId }, metric.level);
+    this.#record(metric.name, 1, 'Count', this.#shard(leaseKey), metric.level);
   }
 
   renewed(
@@ -213,8 +210,23 @@ export class WorkerMetrics {
     }
   }
 
+  /** The shard's dimensions; a multi-stream lease adds its stream (`StreamId`, as the Java KCL). */
   #shard(leaseKey: string): Readonly<Record<string, string>> {
-    return { Operation: 'ProcessTask', ShardId: shardIdOfLeaseKey(leaseKey) };
+    const shard = { Operation: 'ProcessTask', ShardId: shardIdOfLeaseKey(leaseKey) };
+    const stream = streamIdentifierOfLeaseKey(leaseKey);
+    return stream === undefined ? shard : { ...shard, StreamId: stream };
+  }
+
+  /** Several streams: how many are listed and how many are read without being listed (kcl metrics). */
+  streams(figures: { readonly listed: number; readonly former: number }): void {
+    const tracker = { Operation: 'MultiStreamTracker' };
+    this.#record('ActiveStreams.Count', figures.listed, 'Count', tracker, 'SUMMARY');
+    this.#record('StreamsPendingDeletion.Count', figures.former, 'Count', tracker, 'SUMMARY');
+  }
+
+  /** Several streams: leases of former or deleted streams deleted. */
+  streamLeasesDeleted(streams: number): void {
+    this.#record('DeletedStreams.Count', streams, 'Count', { Operation: 'MultiStreamTracker' }, 'SUMMARY');
   }
 
   async flush(): Promise<void> {

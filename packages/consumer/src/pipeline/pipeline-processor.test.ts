@@ -115,7 +115,12 @@ function harness(options: PipelineOptions) {
   const clock = new ManualClock();
   const checkpointer = new RecordingCheckpointer();
   const factory = createPipelineProcessorFactory(options, { clock, random: () => 0.5, logger: noopLogger });
-  const processor = factory(SHARD, { shardId: SHARD, leaseKey: SHARD, workerId: 'worker-1' });
+  const processor = factory(SHARD, {
+    shardId: SHARD,
+    leaseKey: SHARD,
+    workerId: 'worker-1',
+    stream: { name: 'stream', identifier: null },
+  });
   const base = { shardId: SHARD, leaseKey: SHARD, checkpointer };
   return {
     clock,

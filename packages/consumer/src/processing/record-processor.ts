@@ -1,4 +1,5 @@
 import type { ExtendedSequenceNumber } from '@kcl/core';
+import type { ConsumedStream } from '../streams/stream-options.js';
 
 /** One record as the processor receives it, after KPL de-aggregation. */
 export interface KinesisRecord {
@@ -116,6 +117,8 @@ export interface ProcessorContext {
   readonly shardId: string;
   readonly leaseKey: string;
   readonly workerId: string;
+  /** The shard's stream: its name, and its identifier when the application reads several streams. */
+  readonly stream: ConsumedStream;
 }
 
 /** Builds the processor of one lease incarnation. */

@@ -18,6 +18,7 @@ import { ShardSubscriber, type SubscriptionIssueKind } from '../kinesis/shard-su
 import type { HeldLease } from '../leases/held-lease.js';
 import type { LeaseKeeper } from '../leases/lease-keeper.js';
 import { waitForParents } from '../leases/wait-for-parents.js';
+import type { ConsumedStream } from '../streams/stream-options.js';
 import { type BatchReport, deliverBatch } from './batch-delivery.js';
 import { ShardCheckpointer } from './checkpointer.js';
 import { requestProcessorShutdown } from './processor-shutdown.js';
@@ -38,6 +39,8 @@ export interface ShardConsumerContext {
   readonly keeper: LeaseKeeper;
   readonly store: LeaseStore;
   readonly stream: StreamReader;
+  /** The stream as processors see it (its name, and its identifier with several streams). */
+  readonly consumedStream: ConsumedStream;
   readonly processorFactory: RecordProcessorFactory;
   readonly settings: ShardConsumerSettings;
   readonly workerId: string;
@@ -196,6 +199,7 @@ export class ShardConsumer {
         shardId: this.shardId,
         leaseKey: this.leaseKey,
         workerId: this.#deps.workerId,
+        stream: this.#deps.consumedStream,
       });
       const checkpointer = new ShardCheckpointer({
         held,

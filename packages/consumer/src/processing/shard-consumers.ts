@@ -1,21 +1,35 @@
 import type { LeaseHandoff } from '@kcl/core';
-import { shardIdOfLeaseKey } from '@kcl/core';
+import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
+import type { StreamReader } from '../kinesis/kinesis-stream.js';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
+import type { ConsumedStream } from '../streams/stream-options.js';
 import { ShardConsumer, type ShardConsumerContext, type ShardConsumerState } from './shard-consumer.js';
+import type { ShardConsumerSettings } from './shard-run.js';
 
 /** One held lease as `Consumer.status()` reports it. */
 export interface LeaseStatus {
   readonly leaseKey: string;
   readonly shardId: string;
+  /** The stream's identifier in a multi-stream application; null when the consumer reads one stream. */
+  readonly streamIdentifier: string | null;
   readonly state: ShardConsumerState;
   readonly checkpoint: string;
   readonly millisBehindLatest: number | null;
   readonly recordsProcessed: number;
 }
 
-export interface ShardConsumersOptions extends ShardConsumerContext {
+/** How the shards of one stream are read: its reader, and the consumer settings for that stream. */
+export interface StreamBinding {
+  readonly stream: StreamReader;
+  readonly consumedStream: ConsumedStream;
+  readonly settings: ShardConsumerSettings;
+}
+
+export interface ShardConsumersOptions extends Omit<ShardConsumerContext, 'stream' | 'consumedStream'> {
   readonly metrics: WorkerMetrics;
+  /** The stream of a lease; null for a lease this worker cannot read (it is released). */
+  readonly streamOf: (leaseKey: string) => StreamBinding | null;
 }
 
 /** A running shard consumer and the promise that settles when it has ended. */
@@ -84,14 +98,21 @@ export class ShardConsumers {
   start(held: HeldLease): void {
     const options = this.#options;
     const { metrics, logger } = options;
-    const shardId = shardIdOfLeaseKey(held.leaseKey);
+    const leaseKey = held.leaseKey;
+    const binding = options.streamOf(leaseKey);
+    if (binding === null) {
+      logger.error('a lease of no stream this consumer reads; releasing it', { leaseKey });
+      void options.keeper.release(held).catch(() => undefined);
+      return;
+    }
     const consumer = new ShardConsumer({
       held,
       keeper: options.keeper,
       store: options.store,
-      stream: options.stream,
+      stream: binding.stream,
+      consumedStream: binding.consumedStream,
       processorFactory: options.processorFactory,
-      settings: options.settings,
+      settings: binding.settings,
       workerId: options.workerId,
       clock: options.clock,
       random: options.random,
@@ -99,9 +120,9 @@ export class ShardConsumers {
       emit: options.emit,
       onBatch: (report) => metrics.batch(report),
       onGetRecords: (durationMs, records) => metrics.getRecords(durationMs, records),
-      onSubscribed: (durationMs) => metrics.subscribed(shardId, durationMs),
-      onSubscriptionEvent: () => metrics.subscriptionEvent(shardId),
-      onSubscriptionIssue: (kind) => metrics.subscriptionIssue(shardId, kind),
+      onSubscribed: (durationMs) => metrics.subscribed(leaseKey, durationMs),
+      onSubscriptionEvent: () => metrics.subscriptionEvent(leaseKey),
+      onSubscriptionIssue: (kind) => metrics.subscriptionIssue(leaseKey, kind),
     });
     const done = consumer
       .run()
@@ -129,6 +150,7 @@ export class ShardConsumers {
     return this.running().map(({ consumer }) => ({
       leaseKey: consumer.leaseKey,
       shardId: consumer.shardId,
+      streamIdentifier: streamIdentifierOfLeaseKey(consumer.leaseKey) ?? null,
       state: consumer.state,
       checkpoint: consumer.checkpoint.toString(),
       millisBehindLatest: consumer.millisBehindLatest,

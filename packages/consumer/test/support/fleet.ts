@@ -12,6 +12,8 @@ import {
 /** One processed record, as a fleet test records it. */
 export interface Processed {
   readonly workerId: string;
+  /** The stream's name (the processor context's). */
+  readonly stream: string;
   readonly shardId: string;
   readonly sequenceNumber: string;
   readonly partitionKey: string;
@@ -45,7 +47,8 @@ export interface ProcessorBehaviour {
 export const FAST_TIMING = FLEET_TIMINGS.fast;
 
 export interface FleetOptions {
-  readonly streamName: string;
+  /** The one stream read; absent when `overrides` name several (`streams` or `streamTracker`). */
+  readonly streamName?: string;
   readonly applicationName: string;
   readonly newClient: () => KinesisClient;
   readonly store: (workerId: string) => LeaseStore;
@@ -75,7 +78,7 @@ export class Fleet {
   ): Promise<Consumer> {
     const delayMs = this.#options.processingDelayMs ?? 0;
     const consumer = createConsumer({
-      streamName: this.#options.streamName,
+      ...(this.#options.streamName === undefined ? {} : { streamName: this.#options.streamName }),
       applicationName: this.#options.applicationName,
       workerId,
       kinesis: this.#options.newClient(),
@@ -83,7 +86,7 @@ export class Fleet {
       initialPosition: 'TRIM_HORIZON',
       ...FAST_TIMING,
       onEvent: (event) => this.events.push(event),
-      processor: (shardId): RecordProcessor => {
+      processor: (shardId, { stream }): RecordProcessor => {
         let lastHandled: KinesisRecord | null = null;
         return {
           processRecords: async ({ records, checkpointer }) => {
@@ -93,6 +96,7 @@ export class Fleet {
             for (const record of records) {
               this.processed.push({
                 workerId,
+                stream: stream.name,
                 shardId,
                 sequenceNumber: record.sequenceNumber,
                 partitionKey: record.partitionKey,
@@ -154,9 +158,10 @@ export class Fleet {
       if (seen.has(record.data)) continue;
       seen.add(record.data);
       const index = indexOf(record.data);
-      const previous = highest.get(record.partitionKey) ?? -1;
+      const key = `${record.stream}/${record.partitionKey}`;
+      const previous = highest.get(key) ?? -1;
       if (index < previous) violations += 1;
-      else highest.set(record.partitionKey, index);
+      else highest.set(key, index);
     }
     return violations;
   }

@@ -122,6 +122,7 @@ export async function shardConsumer(options: {
     keeper,
     store,
     stream: options.stream,
+    consumedStream: { name: 'stream', identifier: null },
     processorFactory: () => options.processor,
     settings: {
       maxRecords: 100,
