@@ -53,7 +53,7 @@ export class Admission {
    */
   admit(record: KinesisRecord): TrackedMessage | null {
     const { options, logger, context } = this.#stage;
-    const message = new TrackedMessage(context.shardId, record);
+    const message = new TrackedMessage(context.shardId, record, context.stream);
     if (!this.#watermark.add(message)) {
       logger.warn('pipeline ignored a record at or before one it already has', {
         sequenceNumber: record.sequenceNumber,

@@ -1,5 +1,6 @@
 import { ExtendedSequenceNumber } from '@kcl/core';
 import type { KinesisRecord } from '../processing/record-processor.js';
+import type { ConsumedStream } from '../streams/stream-options.js';
 
 /** The batch key of a message whose `handleMessage` did not choose one. */
 export const DEFAULT_BATCH_KEY = 'default';
@@ -7,6 +8,8 @@ export const DEFAULT_BATCH_KEY = 'default';
 /** One record travelling through a pipeline. */
 export interface PipelineMessage {
   readonly shardId: string;
+  /** The shard's stream: its name, and its identifier when the application reads several streams. */
+  readonly stream: ConsumedStream;
   /** The record, after KPL de-aggregation (its sequence and sub-sequence number place it in the shard). */
   readonly record: KinesisRecord;
   /** The record's payload (`record.data`). */
@@ -28,6 +31,7 @@ export interface PipelineMessage {
 /** The pipeline's own view of a message: its place in the shard and whether it is done. */
 export class TrackedMessage implements PipelineMessage {
   readonly shardId: string;
+  readonly stream: ConsumedStream;
   readonly record: KinesisRecord;
   readonly position: ExtendedSequenceNumber;
   partition: string | null = null;
@@ -38,8 +42,9 @@ export class TrackedMessage implements PipelineMessage {
   #failed = false;
   #failure: unknown;
 
-  constructor(shardId: string, record: KinesisRecord) {
+  constructor(shardId: string, record: KinesisRecord, stream: ConsumedStream) {
     this.shardId = shardId;
+    this.stream = stream;
     this.record = record;
     this.position = ExtendedSequenceNumber.of(record.sequenceNumber, record.subSequenceNumber);
   }

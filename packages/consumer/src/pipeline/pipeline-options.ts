@@ -1,4 +1,5 @@
 import { OptionProblems } from '@kcl/core';
+import type { ConsumedStream } from '../streams/stream-options.js';
 import type { PipelineMessage } from './pipeline-message.js';
 
 /** What `handleFailed` decides for failed messages: try them again (after a backoff) or give up on them. */
@@ -9,6 +10,8 @@ export interface PipelineContext {
   readonly shardId: string;
   readonly leaseKey: string;
   readonly workerId: string;
+  /** The shard's stream: its name, and its identifier when the application reads several streams. */
+  readonly stream: ConsumedStream;
 }
 
 /** Why a batch was handed to `handleBatch`. */

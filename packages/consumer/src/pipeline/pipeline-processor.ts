@@ -53,7 +53,12 @@ export class PipelineProcessor implements RecordProcessor {
   constructor(options: ResolvedPipelineOptions, runtime: PipelineRuntime, context: ProcessorContext) {
     this.#options = options;
     this.#clock = runtime.clock;
-    this.#context = { shardId: context.shardId, leaseKey: context.leaseKey, workerId: context.workerId };
+    this.#context = {
+      shardId: context.shardId,
+      leaseKey: context.leaseKey,
+      workerId: context.workerId,
+      stream: context.stream,
+    };
     this.#logger = childLogger(runtime.logger, { leaseKey: context.leaseKey });
     const stage: PipelineStage = {
       options,
