@@ -147,6 +147,7 @@ export function createConsumer(options: ConsumerOptions): Consumer {
     ),
     stream,
     readerFor: resolved.multiStream === null ? null : readerFor,
+    kinesisRegion: () => kinesis.config.region(),
     registerStreamConsumer: streamConsumerRegistration(),
     processorFactory,
     onProcessingError: setup.onProcessingError,

@@ -9,6 +9,7 @@ import type {
   WorkerRecord,
 } from '@kcl/core';
 import { ApplicationMigratedError, isLeaseComplete, jitter, KclError, untilAborted } from '@kcl/core';
+import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import { Backoff } from './backoff.js';
 import type { ResolvedConsumerOptions } from './consumer-options.js';
 import { within } from './deadline.js';
@@ -34,6 +35,8 @@ export interface WorkerDependencies {
   readonly stream: StreamReader | null;
   /** Several streams: the reader of each. */
   readonly readerFor?: ((identity: StreamIdentity) => DescribableStreamReader) | null;
+  /** Several streams: the Kinesis client's region (a stream known from its leases only is addressed by ARN). */
+  readonly kinesisRegion?: () => Promise<string>;
   /**
    * Fan-out: resolves to the ARN of the stream consumer registered on a stream (registering it when
    * missing); null when polling.
@@ -89,6 +92,8 @@ export class Worker {
   readonly #streamConsumers = new Map<string, Promise<string>>();
   /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
+  /** Said once: leases without a stream in a multi-stream application. */
+  #warnedUnaccepted = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
   #heartbeating: Promise<void> = Promise.resolve();
 
@@ -124,7 +129,11 @@ export class Worker {
       multi:
         deps.options.multiStream === null || deps.readerFor === undefined || deps.readerFor === null
           ? null
-          : { settings: deps.options.multiStream, readerFor: deps.readerFor },
+          : {
+              settings: deps.options.multiStream,
+              readerFor: deps.readerFor,
+              region: deps.kinesisRegion ?? (() => Promise.reject(new Error('no region given'))),
+            },
       initialPosition: deps.options.initialPosition,
       store: deps.store,
       workerId: deps.options.workerId,
@@ -230,15 +239,28 @@ export class Worker {
       startedAt: new Date(this.#deps.clock.now()).toISOString(),
     });
     proceed();
-    await this.#streams.sync(this.#starting.signal);
+    const listed = await this.#streams.sync(this.#starting.signal).then(
+      () => null,
+      (error: unknown) => error,
+    );
     proceed();
     let leases = await store.leases.list();
     proceed();
+    if (listed !== null) {
+      // The stream list could not be read: with leases in the table the worker reads those (no stream
+      // counts as former until a list was read) and asks again at every stream sync; without, it
+      // cannot know what to read, and the start is retried.
+      if (!leases.some((lease) => this.#streams.accepts(lease.leaseKey))) throw listed;
+      logger.warn('the stream list could not be read; reading the streams the lease table holds', {
+        error: listed,
+      });
+    }
     if (await this.#createInitialLeases(this.#streams.tracked(), leases)) {
       proceed();
       leases = await store.leases.list();
       proceed();
     }
+    this.#streams.noteLeases(leases);
     await this.#readopt(leases);
     logger.info('worker started', {
       workerId: this.workerId,
@@ -255,6 +277,10 @@ export class Worker {
     let created = false;
     for (const entry of entries) {
       if (this.#streams.leasesOf(entry, leases).length > 0) continue;
+      if (!this.#streams.mayCreateLeases(entry)) {
+        this.#warnLeasesDeleted(entry);
+        continue;
+      }
       await entry.sync.createInitialLeases(this.#taking.signal);
       created = true;
     }
@@ -374,7 +400,7 @@ export class Worker {
     }
     if (this.#taking.signal.aborted) return;
     // Several streams: a lease without a stream in its key is no shard this worker can read.
-    if (this.#streams.multiStream) leases = leases.filter((lease) => this.#streams.accepts(lease.leaseKey));
+    if (this.#streams.multiStream) leases = this.#acceptedLeases(leases);
     this.#keeper.reconcile(leases);
     this.#consumers.reconcile(this.#keeper.held());
     if (options.handoff) this.#adoptHandoffs(leases, listedAt);
@@ -675,17 +701,53 @@ export class Worker {
       return;
     }
     const leases = await this.#deps.store.leases.list();
+    this.#streams.noteLeases(leases);
     for (const entry of this.#streamsOf(leases)) {
       if (this.#taking.signal.aborted) return;
       const streamLeases = this.#streams.leasesOf(entry, leases);
-      // A former stream without leases is done with; only a listed one gets leases again.
-      if (streamLeases.length === 0 && !this.#streams.tracked().includes(entry)) continue;
+      // A former stream without leases is done with; only a listed one gets leases again — and not
+      // one whose leases this worker saw (another worker deleted them as a former stream).
+      if (streamLeases.length === 0) {
+        if (!this.#streams.tracked().includes(entry)) continue;
+        if (!this.#streams.mayCreateLeases(entry)) {
+          this.#warnLeasesDeleted(entry);
+          continue;
+        }
+      }
       try {
         await entry.sync.audit(this.#taking.signal, streamLeases);
       } catch (error) {
         this.#storeError(`shard sync of ${entry.identifier}`, error);
       }
     }
+  }
+
+  /**
+   * The leases of this application's streams. Several streams: leases keyed by a bare shard id (an
+   * application that read one stream under the same name before) are left alone, said once.
+   */
+  #acceptedLeases(leases: readonly Lease[]): Lease[] {
+    const accepted = leases.filter((lease) => this.#streams.accepts(lease.leaseKey));
+    if (accepted.length < leases.length && !this.#warnedUnaccepted) {
+      this.#warnedUnaccepted = true;
+      this.#deps.logger.warn(
+        'the lease table holds leases without a stream in their key (written when the application read one stream); they are not read — migrate them or use another applicationName',
+        {
+          leaseKeys: leases
+            .filter((lease) => !this.#streams.accepts(lease.leaseKey))
+            .slice(0, 5)
+            .map((l) => l.leaseKey),
+        },
+      );
+    }
+    return accepted;
+  }
+
+  #warnLeasesDeleted(entry: StreamEntry): void {
+    this.#deps.logger.warn(
+      'a listed stream has no leases although this worker saw some: another worker deleted them as a former stream; they are not created again — every worker must list the same streams',
+      { stream: entry.identifier },
+    );
   }
 
   /** The streams listed, and the former streams that `leases` still hold leases of. */
@@ -712,10 +774,10 @@ export class Worker {
     if (changes.added.length > 0 && (await this.#createInitialLeases(changes.added, leases))) {
       leases = await store.leases.list();
     }
+    this.#streams.noteLeases(leases);
     const byStream = new Map<string, Lease[]>();
-    for (const lease of leases) {
-      if (!this.#streams.accepts(lease.leaseKey)) continue;
-      const identifier = this.#streams.forLeaseKey(lease.leaseKey)?.identifier;
+    for (const lease of this.#acceptedLeases(leases)) {
+      const identifier = streamIdentifierOfLeaseKey(lease.leaseKey);
       if (identifier === undefined) continue;
       byStream.set(identifier, [...(byStream.get(identifier) ?? []), lease]);
     }

@@ -138,6 +138,24 @@ export const PROMETHEUS_METRIC_MAPPING: Readonly<Record<string, PrometheusMetric
     help: 'Leases of shards that no longer exist (a deleted stream, say), deleted by the cleanup',
     labels: [],
   },
+  'MultiStreamTracker/ActiveStreams.Count': {
+    type: 'gauge',
+    name: 'active_streams',
+    help: 'Streams the stream list names (several streams; Java ActiveStreams.Count)',
+    labels: [],
+  },
+  'MultiStreamTracker/StreamsPendingDeletion.Count': {
+    type: 'gauge',
+    name: 'streams_pending_deletion',
+    help: 'Streams no longer listed whose leases are still read until they are deleted (Java StreamsPendingDeletion.Count)',
+    labels: [],
+  },
+  'MultiStreamTracker/DeletedStreams.Count': {
+    type: 'counter',
+    name: 'deleted_streams_total',
+    help: 'Former or deleted streams whose leases this worker deleted (Java DeletedStreams.Count)',
+    labels: [],
+  },
   'RenewAllLeases/LostLeases': {
     type: 'counter',
     name: 'lost_leases_total',

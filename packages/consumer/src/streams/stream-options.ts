@@ -203,8 +203,11 @@ export function checkMultiStream(
         if (typeof result === 'string') check.add(result);
         else resolved.push(result);
       });
-      const duplicate = firstDuplicate(resolved.map((config) => streamNameOf(config.identity)));
-      if (duplicate !== undefined) check.add(`streams names ${JSON.stringify(duplicate)} twice`);
+      const duplicate = firstDuplicate(resolved.map((config) => JSON.stringify(config.identity)));
+      if (duplicate !== undefined) {
+        const identity = JSON.parse(duplicate) as StreamIdentity;
+        check.add(`streams names ${JSON.stringify(streamNameOf(identity))} twice`);
+      }
       list = async () => resolved;
     }
   } else {

@@ -50,7 +50,7 @@ function registry(list: () => StreamConfig[], formerStreams: FormerStreamsStrate
   if (settings === null) throw new Error('multi-stream settings expected');
   const streams = new StreamRegistry({
     single: null,
-    multi: { settings, readerFor: (identity) => kinesis.reader(identity) },
+    multi: { settings, readerFor: (identity) => kinesis.reader(identity), region: async () => 'us-east-1' },
     initialPosition: 'TRIM_HORIZON',
     store: createMemoryLeaseStore({ applicationName: 'app', table: new MemoryLeaseTable() }),
     workerId: 'w',
@@ -96,6 +96,9 @@ describe('StreamRegistry', () => {
     await clock.advance(10 * 3_600_000);
     expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([]);
     kinesis.created.delete('a');
+    // A former stream found still there is described again only after five syncs.
+    expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([]);
+    await clock.advance(5_000);
     expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([id('a', 100)]);
   });
 
@@ -154,8 +157,8 @@ describe('StreamRegistry', () => {
     kinesis.created.set('a', 100);
     await streams.sync(signal);
     kinesis.created.set('a', 500);
-    // Descriptions are kept for ten syncs: the re-creation shows once they are older.
-    await clock.advance(999);
+    // Descriptions are kept for five syncs: the re-creation shows once they are older.
+    await clock.advance(499);
     expect((await streams.sync(signal)).added).toEqual([]);
     await clock.advance(1);
     const changes = await streams.sync(signal);
@@ -186,6 +189,46 @@ describe('StreamRegistry', () => {
     fail = false;
     kinesis.created.set('later', 300);
     expect((await streams.sync(signal)).added.map((entry) => entry.identifier)).toEqual([id('later', 300)]);
+  });
+
+  it('does not count a stream as former before a list was read, nor read one whose leases it deleted', async () => {
+    let fail = true;
+    const { clock, kinesis, streams } = registry(
+      () => {
+        if (fail) throw new Error('tracker down');
+        return ['b'];
+      },
+      { strategy: 'auto', waitMs: 1_000 },
+    );
+    kinesis.created.set('a', 100).set('b', 200);
+    await expect(streams.sync(signal)).rejects.toMatchObject({ code: 'STREAM_TRACKER_FAILED' });
+    const key = `${id('a', 100)}:shardId-000000000000`;
+    // Read by the ARN its identifier names in the client's region.
+    expect(streams.forLeaseKey(key)?.identity).toEqual({
+      streamArn: `arn:aws:kinesis:us-east-1:${ACCOUNT}:stream/a`,
+    });
+    await clock.advance(10_000);
+    expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([]);
+    fail = false;
+    await streams.sync(signal);
+    await clock.advance(999);
+    expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([]);
+    await clock.advance(1);
+    expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([id('a', 100)]);
+    streams.forget(id('a', 100));
+    expect(streams.forLeaseKey(key)).toBeNull();
+    // A lease of it that reappears (a child created by a consumer that had not noticed) goes at once.
+    expect(await streams.dueForDeletion(new Set([id('a', 100)]), signal)).toEqual([id('a', 100)]);
+  });
+
+  it('does not create the leases of a listed stream again once it saw leases of it', async () => {
+    const { kinesis, streams } = registry(() => ['a'], { strategy: 'none' });
+    kinesis.created.set('a', 100);
+    const [entry] = (await streams.sync(signal)).added;
+    if (entry === undefined) throw new Error('a listed');
+    expect(streams.mayCreateLeases(entry)).toBe(true);
+    streams.noteLeases([{ leaseKey: `${id('a', 100)}:shardId-000000000000` } as never]);
+    expect(streams.mayCreateLeases(entry)).toBe(false);
   });
 
   it('does not accept single-stream lease keys in a multi-stream application', () => {

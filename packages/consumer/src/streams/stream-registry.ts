@@ -34,9 +34,9 @@ export interface StreamEntry {
 interface MultiEntry extends StreamEntry {
   readonly identifier: string;
   readonly reader: DescribableStreamReader;
-  /** Listed by the last answer of the stream list. */
+  /** Listed by the last complete answer of the stream list. */
   tracked: boolean;
-  /** When this worker noticed the stream was not listed (monotonic ms), or null while it is. */
+  /** When this worker noticed the stream was not listed (monotonic ms); null while listed or not known yet. */
   formerSince: number | null;
   /** When `formerStreams.streams()` first named it (monotonic ms), or null. */
   providedSince: number | null;
@@ -48,6 +48,8 @@ export interface StreamRegistryOptions {
   readonly multi: {
     readonly settings: ResolvedMultiStream;
     readonly readerFor: (identity: StreamIdentity) => DescribableStreamReader;
+    /** The Kinesis client's region: a stream known only from its leases is addressed by ARN in it. */
+    readonly region: () => Promise<string>;
   } | null;
   readonly initialPosition: InitialPosition;
   readonly store: LeaseStore;
@@ -65,12 +67,15 @@ export interface StreamListChanges {
   readonly removed: readonly StreamEntry[];
 }
 
+/** How many stream syncs a description is trusted for before the stream is described again. */
+const DESCRIPTION_SYNCS = 5;
+
 /**
  * The streams of a worker. One stream: a fixed entry whose leases are keyed by shard id. Several: the
  * list (fixed, or a tracker's answer) read again on each `sync`, each stream known by its identifier
- * `account:name:creationEpoch` (described once when it first appears); a stream whose leases are in
- * the table but that is not listed is read too, under the same identifier, until its leases are
- * deleted as `formerStreams` says — or at once when the stream no longer exists in Kinesis.
+ * `account:name:creationEpoch` (described when it first appears, and again every few syncs); a stream
+ * whose leases are in the table but that is not listed is read too, by the ARN its identifier names,
+ * until its leases are deleted as `formerStreams` says — or at once when the stream no longer exists.
  */
 export class StreamRegistry {
   readonly #options: StreamRegistryOptions;
@@ -78,8 +83,17 @@ export class StreamRegistry {
   readonly #entries = new Map<string, MultiEntry>();
   /** Identifiers whose stream was found deleted or re-created: their leases go at the next sync. */
   readonly #gone = new Set<string>();
+  /** Former streams whose leases this worker deleted: not read again, leases that reappear go too. */
+  readonly #deleted = new Set<string>();
+  /** Streams this worker saw leases of: their leases are not created again by it (see `mayCreateLeases`). */
+  readonly #hadLeases = new Set<string>();
   /** The last description of each listed stream (by how it is listed), and when it was made. */
   readonly #described = new Map<string, { readonly description: StreamDescription; readonly at: number }>();
+  /** When each former stream was last found still there (monotonic ms). */
+  readonly #checkedThere = new Map<string, number>();
+  /** True once a complete answer of the stream list was read: only then are streams former. */
+  #listKnown = false;
+  #region: string | null = null;
 
   constructor(options: StreamRegistryOptions) {
     this.#options = options;
@@ -122,11 +136,14 @@ export class StreamRegistry {
     return identifier !== undefined && parseStreamIdentifier(identifier) !== null;
   }
 
-  /** The stream of a lease (a stream not listed is read by the name in its identifier). */
+  /**
+   * The stream of a lease (a stream not listed is read by the ARN its identifier names); null for a
+   * lease of no stream, or of a former stream whose leases this worker deleted.
+   */
   forLeaseKey(leaseKey: string): StreamEntry | null {
     if (this.#single !== null) return this.#single;
     const identifier = streamIdentifierOfLeaseKey(leaseKey);
-    if (identifier === undefined) return null;
+    if (identifier === undefined || this.#deleted.has(identifier)) return null;
     return this.#entries.get(identifier) ?? this.#former(identifier);
   }
 
@@ -136,21 +153,40 @@ export class StreamRegistry {
     return leases.filter((lease) => streamIdentifierOfLeaseKey(lease.leaseKey) === entry.identifier);
   }
 
+  /** Records which streams a listing of the lease table shows leases of. */
+  noteLeases(leases: readonly Lease[]): void {
+    if (this.#single !== null) return;
+    for (const lease of leases) {
+      const identifier = streamIdentifierOfLeaseKey(lease.leaseKey);
+      if (identifier !== undefined) this.#hadLeases.add(identifier);
+    }
+  }
+
+  /**
+   * Whether this worker may create the first leases of a listed stream that has none: not when it saw
+   * leases of it before. They were deleted as a former stream by a worker whose list no longer names
+   * it; creating them again would start the stream over at its initial position.
+   */
+  mayCreateLeases(entry: StreamEntry): boolean {
+    return entry.identifier === undefined || !this.#hadLeases.has(entry.identifier);
+  }
+
   /**
    * Reads the stream list again (several streams): streams new to it are described and tracked,
-   * streams gone from it become former streams. A list or description that fails keeps the previous
-   * state for that stream; a listed stream that does not exist yet is skipped (and logged).
+   * streams gone from it become former streams. A stream whose description fails keeps its previous
+   * state, and no stream becomes former from an answer that could not be resolved whole; a listed
+   * stream that does not exist yet is skipped (and logged). A list that cannot be read throws.
    */
   async sync(signal: AbortSignal): Promise<StreamListChanges> {
     const multi = this.#options.multi;
     if (multi === null) return { added: [], removed: [] };
     const { logger, clock } = this.#options;
+    await this.#resolveRegion();
     let configs: readonly ResolvedStreamConfig[];
     try {
       configs = await multi.settings.list();
     } catch (error) {
-      // A tracker that fails may fail for a while (its own store is down): retried at the next sync,
-      // and a start retries it as it retries Kinesis.
+      // A tracker that fails may fail for a while (its own store is down): retried at the next sync.
       throw new KclError(
         'STREAM_TRACKER_FAILED',
         `@kcl/consumer: the stream list could not be read (${error instanceof Error ? error.message : String(error)}); the last list stays in force`,
@@ -159,38 +195,45 @@ export class StreamRegistry {
     }
     const listed = new Set<string>();
     const added: StreamEntry[] = [];
+    let complete = true;
     for (const config of configs) {
       const description = await this.#describe(config, signal);
+      if (description === 'failed') {
+        complete = false;
+        continue;
+      }
       if (description === null) continue;
       const identifier = streamIdentifierOf(description);
       listed.add(identifier);
       const existing = this.#entries.get(identifier);
-      if (existing !== undefined) {
-        if (!existing.tracked) {
-          logger.info('a former stream is listed again', { stream: identifier });
-          existing.tracked = true;
-          existing.formerSince = null;
-          existing.providedSince = null;
-          added.push(existing);
-        }
-        continue;
-      }
+      if (existing?.tracked === true) continue;
+      // New, or a former stream listed again: addressed and started as listed now.
       const entry = this.#entry(identifier, config, description);
       this.#entries.set(identifier, entry);
+      this.#deleted.delete(identifier);
+      this.#checkedThere.delete(identifier);
+      if (existing === undefined) this.#hadLeases.delete(identifier);
       added.push(entry);
-      logger.info('reading a stream', { stream: identifier, initialPosition: config.initialPosition });
+      logger.info(existing === undefined ? 'reading a stream' : 'a former stream is listed again', {
+        stream: identifier,
+        initialPosition: config.initialPosition,
+      });
     }
     const removed: StreamEntry[] = [];
+    if (!complete) return { added, removed };
+    this.#listKnown = true;
     const now = clock.monotonicNow();
     for (const entry of this.#entries.values()) {
-      if (!entry.tracked || listed.has(entry.identifier)) continue;
-      entry.tracked = false;
-      entry.formerSince = now;
-      removed.push(entry);
-      logger.info('a stream is no longer listed; it is read on until its leases are deleted', {
-        stream: entry.identifier,
-        formerStreams: multi.settings.formerStreams.strategy,
-      });
+      if (listed.has(entry.identifier)) continue;
+      if (entry.tracked) {
+        entry.tracked = false;
+        removed.push(entry);
+        logger.info('a stream is no longer listed; it is read on until its leases are deleted', {
+          stream: entry.identifier,
+          formerStreams: multi.settings.formerStreams.strategy,
+        });
+      }
+      entry.formerSince ??= now;
     }
     // A listed name whose stream was re-created has a new identifier: the old one has nothing left.
     const listedNames = new Map<string, string>();
@@ -209,31 +252,49 @@ export class StreamRegistry {
   }
 
   /**
-   * The former streams whose leases are to be deleted now: those whose stream no longer exists (a
-   * description of each former stream with leases tells), and those whose wait under `formerStreams`
-   * has passed. `withLeases` are the identifiers that have leases in the table.
+   * The former streams whose leases are to be deleted now: those whose stream no longer exists (each
+   * former stream with leases is described every few syncs), those whose wait under `formerStreams`
+   * has passed, and those this worker deleted before whose leases reappeared. Nothing is due before a
+   * complete stream list was read. `withLeases` are the identifiers that have leases in the table.
    */
   async dueForDeletion(withLeases: ReadonlySet<string>, signal: AbortSignal): Promise<string[]> {
     const multi = this.#options.multi;
-    if (multi === null) return [];
-    const now = this.#options.clock.monotonicNow();
+    if (multi === null || !this.#listKnown) return [];
+    const { clock, logger } = this.#options;
+    const now = clock.monotonicNow();
     const strategy = multi.settings.formerStreams;
-    const provided = strategy.strategy === 'provided' ? new Set(await strategy.streams()) : null;
+    let provided: Set<string> | null = null;
+    if (strategy.strategy === 'provided') {
+      try {
+        provided = new Set(await strategy.streams());
+      } catch (error) {
+        logger.warn('formerStreams.streams() failed; no provided stream is deleted this time', { error });
+        provided = new Set();
+      }
+    }
     const due: string[] = [];
     for (const identifier of withLeases) {
-      const entry = this.#entries.get(identifier) ?? this.#former(identifier);
-      if (entry === null || entry.tracked) continue;
-      if (this.#gone.has(identifier) || (await this.#vanished(entry, signal))) {
+      if (this.#deleted.has(identifier) || this.#gone.has(identifier)) {
         due.push(identifier);
         continue;
       }
+      const entry = this.#entries.get(identifier) ?? this.#former(identifier);
+      if (entry === null || entry.tracked) continue;
+      try {
+        if (await this.#vanished(entry, signal)) {
+          due.push(identifier);
+          continue;
+        }
+      } catch (error) {
+        logger.warn('could not check whether a former stream still exists', { stream: identifier, error });
+      }
       if (provided !== null) {
-        const named = [
+        const names = [
           entry.identifier,
           entry.stream.name,
           ...('streamArn' in entry.identity ? [entry.identity.streamArn] : []),
         ];
-        if (named.some((name) => provided.has(name))) entry.providedSince ??= now;
+        if (names.some((name) => provided.has(name))) entry.providedSince ??= now;
         else entry.providedSince = null;
       }
       if (isDue(strategy, entry, now)) due.push(identifier);
@@ -241,25 +302,31 @@ export class StreamRegistry {
     return due;
   }
 
-  /** Forgets a former stream whose leases were all deleted. */
+  /** A former stream whose leases were all deleted: not read again by this worker unless listed again. */
   forget(identifier: string): void {
     const entry = this.#entries.get(identifier);
     if (entry !== undefined && !entry.tracked) this.#entries.delete(identifier);
     this.#gone.delete(identifier);
+    this.#checkedThere.delete(identifier);
+    this.#deleted.add(identifier);
   }
 
   /**
-   * A listed stream's description: made when the stream first appears, and again once it is older than
-   * ten syncs (a stream deleted and re-created under its name gets a new creation time, so a new
+   * A listed stream's description: made when the stream first appears, and again once it is a few
+   * syncs old (a stream deleted and re-created under its name gets a new creation time, so a new
    * identifier) — not on every sync, as DescribeStreamSummary allows 20 calls a second per account
-   * for the whole fleet. Null when the stream does not exist (yet).
+   * for the whole fleet. Null when the stream does not exist (yet); 'failed' when it could not be
+   * described (the last description, if any, stands in).
    */
-  async #describe(config: ResolvedStreamConfig, signal: AbortSignal): Promise<StreamDescription | null> {
+  async #describe(
+    config: ResolvedStreamConfig,
+    signal: AbortSignal,
+  ): Promise<StreamDescription | null | 'failed'> {
     const multi = this.#options.multi as NonNullable<StreamRegistryOptions['multi']>;
     const key = JSON.stringify(config.identity);
     const now = this.#options.clock.monotonicNow();
     const cached = this.#described.get(key);
-    if (cached !== undefined && now - cached.at < 10 * multi.settings.syncIntervalMs) {
+    if (cached !== undefined && now - cached.at < DESCRIPTION_SYNCS * multi.settings.syncIntervalMs) {
       return cached.description;
     }
     try {
@@ -267,38 +334,72 @@ export class StreamRegistry {
       this.#described.set(key, { description, at: now });
       return description;
     } catch (error) {
-      if (classifyKinesisError(error) !== 'not-found') throw error;
-      this.#described.delete(key);
-      this.#options.logger.warn('a listed stream does not exist; it is read once it does', {
+      if (classifyKinesisError(error) === 'not-found') {
+        this.#described.delete(key);
+        this.#options.logger.warn('a listed stream does not exist; it is read once it does', {
+          stream: streamNameOf(config.identity),
+        });
+        return null;
+      }
+      this.#options.logger.warn('could not describe a listed stream; its last state stands', {
         stream: streamNameOf(config.identity),
+        error,
       });
-      return null;
+      return cached?.description ?? 'failed';
     }
   }
 
-  /** True when a former stream's stream is deleted or was re-created (another creation time). */
+  /**
+   * True when a former stream's stream is deleted or was re-created (another creation time). A stream
+   * found still there is not described again for a few syncs.
+   */
   async #vanished(entry: MultiEntry, signal: AbortSignal): Promise<boolean> {
+    const multi = this.#options.multi as NonNullable<StreamRegistryOptions['multi']>;
+    const now = this.#options.clock.monotonicNow();
+    const checked = this.#checkedThere.get(entry.identifier);
+    if (checked !== undefined && now - checked < DESCRIPTION_SYNCS * multi.settings.syncIntervalMs)
+      return false;
     try {
       const description = await entry.reader.describe(signal);
-      return streamIdentifierOf(description) !== entry.identifier;
+      if (streamIdentifierOf(description) !== entry.identifier) return true;
+      this.#checkedThere.set(entry.identifier, now);
+      return false;
     } catch (error) {
       if (classifyKinesisError(error) === 'not-found') return true;
       throw error;
     }
   }
 
-  /** The entry of a stream known only from its leases (not listed): read by the name it carries. */
+  async #resolveRegion(): Promise<void> {
+    if (this.#region !== null) return;
+    const multi = this.#options.multi as NonNullable<StreamRegistryOptions['multi']>;
+    try {
+      this.#region = await multi.region();
+    } catch (error) {
+      this.#options.logger.warn('the Kinesis client has no region; former streams are read by name', {
+        error,
+      });
+    }
+  }
+
+  /**
+   * The entry of a stream known only from its leases (not listed): addressed by the ARN its identifier
+   * names in the client's region (by name when the region is unknown).
+   */
   #former(identifier: string): MultiEntry | null {
     const multi = this.#options.multi;
     const parsed = parseStreamIdentifier(identifier);
     if (multi === null || parsed === null) return null;
-    const config: ResolvedStreamConfig = {
-      identity: { streamName: parsed.streamName },
-      initialPosition: this.#options.initialPosition,
-    };
-    const entry = this.#entry(identifier, config, null);
+    const region = this.#region;
+    const identity: StreamIdentity =
+      region === null
+        ? { streamName: parsed.streamName }
+        : {
+            streamArn: `arn:${partitionOf(region)}:kinesis:${region}:${parsed.account}:stream/${parsed.streamName}`,
+          };
+    const entry = this.#entry(identifier, { identity, initialPosition: this.#options.initialPosition }, null);
     entry.tracked = false;
-    entry.formerSince = this.#options.clock.monotonicNow();
+    entry.formerSince = this.#listKnown ? this.#options.clock.monotonicNow() : null;
     this.#entries.set(identifier, entry);
     this.#options.logger.info(
       'found leases of a stream that is not listed; reading it until they are deleted',
@@ -316,7 +417,7 @@ export class StreamRegistry {
     description: StreamDescription | null,
   ): MultiEntry {
     const multi = this.#options.multi as NonNullable<StreamRegistryOptions['multi']>;
-    // A stream is addressed by the ARN Kinesis gave when it was described (cross-account streams).
+    // A described stream is addressed by the ARN Kinesis gave (cross-account streams).
     const identity: StreamIdentity =
       description === null ? config.identity : { streamArn: description.streamArn };
     const reader = multi.readerFor(identity);
@@ -350,6 +451,13 @@ export class StreamRegistry {
       ...(identifier === undefined ? {} : { streamIdentifier: identifier }),
     });
   }
+}
+
+/** The ARN partition of a region. */
+function partitionOf(region: string): string {
+  if (region.startsWith('cn-')) return 'aws-cn';
+  if (region.startsWith('us-gov-')) return 'aws-us-gov';
+  return 'aws';
 }
 
 function isDue(strategy: FormerStreamsStrategy, entry: MultiEntry, now: number): boolean {
