@@ -81,6 +81,8 @@ export type { LeaseStatus } from './processing/shard-consumers.js';
 export type {
   ConsumedStream,
   FormerStreamsStrategy,
+  ResolvedMultiStream,
+  ResolvedStreamConfig,
   StreamConfig,
   StreamTracker,
 } from './streams/stream-options.js';
