@@ -1,4 +1,9 @@
-import { DeleteStreamCommand } from '@aws-sdk/client-kinesis';
+import {
+  DeleteStreamCommand,
+  DescribeStreamConsumerCommand,
+  DescribeStreamSummaryCommand,
+  type KinesisClient,
+} from '@aws-sdk/client-kinesis';
 import type { Lease } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,14 +43,18 @@ async function newStream(shards: number, prefix = 'multi'): Promise<string> {
   return name;
 }
 
-function multiFleet(applicationName: string, overrides: Partial<ConsumerOptions>) {
+function multiFleet(
+  applicationName: string,
+  overrides: Partial<ConsumerOptions>,
+  newClient: () => KinesisClient = kinesis.newClient,
+) {
   const table = new MemoryLeaseTable();
   const store = createMemoryLeaseStore({ applicationName, table });
   return {
     store,
     fleet: new Fleet({
       applicationName,
-      newClient: kinesis.newClient,
+      newClient,
       store: () => createMemoryLeaseStore({ applicationName, table }),
       overrides,
     }),
@@ -200,6 +209,53 @@ describe('one application, several streams', () => {
     expect(parseStreamIdentifier(after?.streamIdentifier ?? '')?.streamName).toBe(name);
     await fleet.stopAll();
     expect(fleet.duplicates()).toBe(0);
+  });
+});
+
+describe('several streams by enhanced fan-out', () => {
+  it('registers the stream consumer on each stream and reads both by subscription', async () => {
+    const left = await newStream(1, 'fanout-multi');
+    const right = await newStream(2, 'fanout-multi');
+    const commands: string[] = [];
+    const countingClient = (): KinesisClient => {
+      const client = kinesis.newClient();
+      client.middlewareStack.add(
+        (next, context) => (args) => {
+          commands.push(String(context.commandName));
+          return next(args);
+        },
+        { step: 'initialize' },
+      );
+      return client;
+    };
+    const { fleet } = multiFleet(
+      'fanout-multi',
+      {
+        streams: [left, right],
+        retrieval: { mode: 'fanout', consumerName: 'multi-reader', closedShardCheckIntervalMs: 500 },
+      },
+      countingClient,
+    );
+    await fleet.add('w1');
+    await putRecords(kinesis.client, left, records('left', 100, 10));
+    await putRecords(kinesis.client, right, records('right', 100, 10));
+    await until(() => fleet.distinct().size >= 200, 30_000, 'records of both streams');
+    for (const name of [left, right]) {
+      const summary = await kinesis.client.send(new DescribeStreamSummaryCommand({ StreamName: name }));
+      const consumer = await kinesis.client.send(
+        new DescribeStreamConsumerCommand({
+          StreamARN: summary.StreamDescriptionSummary?.StreamARN,
+          ConsumerName: 'multi-reader',
+        }),
+      );
+      expect(consumer.ConsumerDescription?.ConsumerStatus).toBe('ACTIVE');
+    }
+    expect(commands.filter((name) => name === 'RegisterStreamConsumerCommand')).toHaveLength(2);
+    expect(commands.filter((name) => name === 'SubscribeToShardCommand').length).toBeGreaterThanOrEqual(3);
+    expect(commands).not.toContain('GetRecordsCommand');
+    await fleet.stopAll();
+    expect(fleet.duplicates()).toBe(0);
+    expect(fleet.orderViolations(indexOf)).toBe(0);
   });
 });
 
