@@ -11,6 +11,8 @@ describe('parseDemoOptions', () => {
       '--duration',
       '30',
       '--workers=4',
+      '--streams',
+      '3',
       '--shards',
       '2',
       '--store',
@@ -28,6 +30,7 @@ describe('parseDemoOptions', () => {
       options: {
         durationSeconds: 30,
         workers: 4,
+        streams: 3,
         shards: 2,
         store: 'postgres',
         postgresUrl: 'postgres://kcl@db.example:5433/kcl',
@@ -51,6 +54,8 @@ describe('parseDemoOptions', () => {
       '5',
       '--workers',
       'three',
+      '--streams',
+      '0',
       '--shards',
       '0',
       '--store',
@@ -71,6 +76,7 @@ describe('parseDemoOptions', () => {
       '--keep takes no value',
       '--duration must be a whole number from 20 to 3600 (got "5")',
       '--workers must be a whole number from 2 to 10 (got "three")',
+      '--streams must be a whole number from 1 to 8 (got "0")',
       '--shards must be a whole number from 1 to 16 (got "0")',
       '--rate must be a whole number from 1 to 5000 (got "-3")',
       '--keys must be a whole number from 100 to 100000 (got "50")',
@@ -114,5 +120,51 @@ describe('the write limit', () => {
       ],
     });
     expect(parseDemoOptions(['--rate', '2000', '--shards', '2'])).toMatchObject({ ok: true });
+  });
+});
+
+describe('--streams', () => {
+  it('is 1 by default and takes 1 to 8', () => {
+    expect(DEMO_DEFAULTS.streams).toBe(1);
+    expect(parseDemoOptions(['--streams', '1'])).toMatchObject({ ok: true, options: { streams: 1 } });
+    expect(parseDemoOptions(['--streams=8', '--shards', '4'])).toMatchObject({
+      ok: true,
+      options: { streams: 8, shards: 4 },
+    });
+  });
+
+  it('refuses values that are not a whole number from 1 to 8, and a missing value', () => {
+    for (const value of ['0', '9', '-1', '1.5', 'two', '2x'])
+      expect(parseDemoOptions(['--streams', value])).toEqual({
+        ok: false,
+        problems: [`--streams must be a whole number from 1 to 8 (got "${value}")`],
+      });
+    expect(parseDemoOptions(['--streams'])).toEqual({ ok: false, problems: ['--streams needs a value'] });
+    expect(parseDemoOptions(['--streams', '--no-tty'])).toEqual({
+      ok: false,
+      problems: ['--streams needs a value'],
+    });
+  });
+
+  it('refuses more than 32 shards over all streams', () => {
+    expect(parseDemoOptions(['--streams', '3', '--shards', '11'])).toEqual({
+      ok: false,
+      problems: [
+        '--streams 3 with --shards 11 make 33 shards in all, more than the demo runs (32): use fewer --streams or --shards',
+      ],
+    });
+    expect(parseDemoOptions(['--streams', '2', '--shards', '16'])).toMatchObject({ ok: true });
+  });
+
+  it('counts the shards of every stream for the write limit', () => {
+    expect(parseDemoOptions(['--streams', '2', '--shards', '1', '--rate', '2000'])).toMatchObject({
+      ok: true,
+    });
+    expect(parseDemoOptions(['--streams', '2', '--shards', '1', '--rate', '2001'])).toEqual({
+      ok: false,
+      problems: [
+        '--rate 2001 is more than 2 streams of 1 shard accept (Kinesis takes 1000 records/s per shard): use --rate 2000 or less, or more --shards',
+      ],
+    });
   });
 });

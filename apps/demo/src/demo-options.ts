@@ -8,11 +8,14 @@ export interface DemoOptions {
   /** How long the script runs, from the first record written to the last, in seconds (startup and drain come on top). */
   readonly durationSeconds: number;
   readonly workers: number;
+  /** Streams the fleet reads as one application; more than one puts the workers in multi-stream mode. */
+  readonly streams: number;
+  /** Shards of each stream at the start. */
   readonly shards: number;
   readonly store: DemoStoreKind;
   /** The PostgreSQL server for `--store postgres`; the demo creates and drops a throwaway database on it. */
   readonly postgresUrl: string;
-  /** Records written per second. */
+  /** Records written per second, over all streams (each gets an even share). */
   readonly rate: number;
   /** Distinct partition keys. */
   readonly keys: number;
@@ -26,6 +29,7 @@ export interface DemoOptions {
 export const DEMO_DEFAULTS: DemoOptions = {
   durationSeconds: 60,
   workers: 3,
+  streams: 1,
   shards: 4,
   store: 'sqlite',
   postgresUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -39,10 +43,14 @@ export const DEMO_DEFAULTS: DemoOptions = {
 export const DEMO_LIMITS = {
   durationSeconds: { min: 20, max: 3_600 },
   workers: { min: 2, max: 10 },
+  streams: { min: 1, max: 8 },
   shards: { min: 1, max: 16 },
   rate: { min: 1, max: 5_000 },
   keys: { min: 100, max: 100_000 },
 } as const;
+
+/** The most shards over all streams: every one is polled several times a second on a small machine. */
+export const MAX_SHARDS_IN_ALL = 32;
 
 /** Records per second one Kinesis shard accepts. */
 export const WRITE_LIMIT_PER_SHARD = 1_000;
@@ -51,17 +59,20 @@ export const DEMO_USAGE = `usage: npm run demo -- [options]        (or: node app
 
 Runs a fleet of kcl workers against a local Kinesis emulator while a script kills one (kill -9),
 adds one, splits a shard, merges two and stops one gracefully, then checks that no record was lost
-and every partition key was processed in order.
+and every partition key was processed in order (per stream and in total with --streams).
 
 options:
   --duration <seconds>   how long the script runs (default ${DEMO_DEFAULTS.durationSeconds}, ${DEMO_LIMITS.durationSeconds.min}–${DEMO_LIMITS.durationSeconds.max}); startup and the final drain come on top
   --workers <n>          workers at the start (default ${DEMO_DEFAULTS.workers}, ${DEMO_LIMITS.workers.min}–${DEMO_LIMITS.workers.max})
-  --shards <n>           shards at the start (default ${DEMO_DEFAULTS.shards}, ${DEMO_LIMITS.shards.min}–${DEMO_LIMITS.shards.max})
+  --streams <n>          streams the workers read as one application (default ${DEMO_DEFAULTS.streams}, ${DEMO_LIMITS.streams.min}–${DEMO_LIMITS.streams.max});
+                         more than 1 runs the workers in multi-stream mode, one lease table for all
+  --shards <n>           shards of each stream at the start (default ${DEMO_DEFAULTS.shards}, ${DEMO_LIMITS.shards.min}–${DEMO_LIMITS.shards.max}, at most ${MAX_SHARDS_IN_ALL} in all)
   --store <kind>         lease store: sqlite (default, a file on disk), postgres, dynamo-local (dynalite)
   --postgres-url <url>   PostgreSQL server for --store postgres (default ${DEMO_DEFAULTS.postgresUrl});
                          the demo creates a throwaway database there and drops it at the end
-  --rate <records/s>     records written per second (default ${DEMO_DEFAULTS.rate}, ${DEMO_LIMITS.rate.min}–${DEMO_LIMITS.rate.max}, at most ${WRITE_LIMIT_PER_SHARD} per shard)
-  --keys <n>             distinct partition keys (default ${DEMO_DEFAULTS.keys}, ${DEMO_LIMITS.keys.min}–${DEMO_LIMITS.keys.max})
+  --rate <records/s>     records written per second, spread evenly over the streams (default ${DEMO_DEFAULTS.rate},
+                         ${DEMO_LIMITS.rate.min}–${DEMO_LIMITS.rate.max}, at most ${WRITE_LIMIT_PER_SHARD} per shard)
+  --keys <n>             distinct partition keys of each stream (default ${DEMO_DEFAULTS.keys}, ${DEMO_LIMITS.keys.min}–${DEMO_LIMITS.keys.max})
   --no-tty               plain timestamped lines instead of a live view (automatic when stdout is not a terminal)
   --keep                 keep the run directory (SQLite file, what each worker processed) and print its path
   -h, --help             show this help
@@ -72,7 +83,16 @@ export type ParsedDemoOptions =
   | { readonly ok: true; readonly options: DemoOptions }
   | { readonly ok: false; readonly problems: readonly string[] };
 
-const STRING_OPTIONS = ['duration', 'workers', 'shards', 'store', 'postgres-url', 'rate', 'keys'] as const;
+const STRING_OPTIONS = [
+  'duration',
+  'workers',
+  'streams',
+  'shards',
+  'store',
+  'postgres-url',
+  'rate',
+  'keys',
+] as const;
 const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'help'] as const;
 
 /** Parses the demo's command line; every problem is reported at once. */
@@ -93,6 +113,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     options: {
       duration: { type: 'string' },
       workers: { type: 'string' },
+      streams: { type: 'string' },
       shards: { type: 'string' },
       store: { type: 'string' },
       'postgres-url': { type: 'string' },
@@ -125,7 +146,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     return typeof value === 'string' && value !== '' ? value : undefined;
   };
   const integer = (
-    flag: 'duration' | 'workers' | 'shards' | 'rate' | 'keys',
+    flag: 'duration' | 'workers' | 'streams' | 'shards' | 'rate' | 'keys',
     { min, max }: { readonly min: number; readonly max: number },
     fallback: number,
   ): number => {
@@ -140,6 +161,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
 
   const durationSeconds = integer('duration', DEMO_LIMITS.durationSeconds, DEMO_DEFAULTS.durationSeconds);
   const workers = integer('workers', DEMO_LIMITS.workers, DEMO_DEFAULTS.workers);
+  const streams = integer('streams', DEMO_LIMITS.streams, DEMO_DEFAULTS.streams);
   const shards = integer('shards', DEMO_LIMITS.shards, DEMO_DEFAULTS.shards);
   const rate = integer('rate', DEMO_LIMITS.rate, DEMO_DEFAULTS.rate);
   const keys = integer('keys', DEMO_LIMITS.keys, DEMO_DEFAULTS.keys);
@@ -165,10 +187,18 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     else problems.push(`--postgres-url must be a postgres:// URL (got "${urlText}")`);
   }
 
-  if (rate > WRITE_LIMIT_PER_SHARD * shards)
+  const shardsInAll = streams * shards;
+  const shardCount = `${shards} shard${shards === 1 ? '' : 's'}`;
+  if (shardsInAll > MAX_SHARDS_IN_ALL)
     problems.push(
-      `--rate ${rate} is more than ${shards} shard${shards === 1 ? '' : 's'} accept (Kinesis takes ${WRITE_LIMIT_PER_SHARD} records/s per shard): ` +
-        `use --rate ${WRITE_LIMIT_PER_SHARD * shards} or less, or more --shards`,
+      `--streams ${streams} with --shards ${shards} make ${shardsInAll} shards in all, more than the demo runs (${MAX_SHARDS_IN_ALL}): ` +
+        'use fewer --streams or --shards',
+    );
+  else if (rate > WRITE_LIMIT_PER_SHARD * shardsInAll)
+    problems.push(
+      `--rate ${rate} is more than ${streams === 1 ? shardCount : `${streams} streams of ${shardCount}`} accept ` +
+        `(Kinesis takes ${WRITE_LIMIT_PER_SHARD} records/s per shard): ` +
+        `use --rate ${WRITE_LIMIT_PER_SHARD * shardsInAll} or less, or more --shards`,
     );
 
   if (problems.length > 0) return { ok: false, problems };
@@ -177,6 +207,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     options: {
       durationSeconds,
       workers,
+      streams,
       shards,
       store,
       postgresUrl,

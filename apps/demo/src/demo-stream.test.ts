@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import {
+  demoStreamNames,
   hashRangeLabel,
+  leaseLabel,
   MAX_HASH_KEY,
   type ShardInfo,
+  shardKey,
+  shardLabel,
+  shardOfLeaseKey,
   shardsToMerge,
   shardToSplit,
   shortShardId,
+  shortStreamName,
 } from './demo-stream.js';
 
 const QUARTER = (MAX_HASH_KEY + 1n) / 4n;
@@ -83,5 +89,32 @@ describe('labels', () => {
     expect(shortShardId('other')).toBe('other');
     expect(FOUR.map(hashRangeLabel)).toEqual(['0–25%', '25–50%', '50–75%', '75–100%']);
     expect(hashRangeLabel(shard(4, 0n, QUARTER / 2n - 1n))).toBe('0–12.5%');
+  });
+});
+
+describe('stream names', () => {
+  it('keeps the one stream kcl-demo and numbers several', () => {
+    expect(demoStreamNames(1)).toEqual(['kcl-demo']);
+    expect(demoStreamNames(3)).toEqual(['kcl-demo-1', 'kcl-demo-2', 'kcl-demo-3']);
+    expect(shortStreamName('kcl-demo-2')).toBe('demo-2');
+    expect(shortStreamName('orders')).toBe('orders');
+  });
+
+  it('reads the stream and shard of single- and multi-stream lease keys', () => {
+    expect(shardOfLeaseKey('shardId-000000000004')).toEqual({
+      streamName: null,
+      shardId: 'shardId-000000000004',
+    });
+    const multi = shardOfLeaseKey('123456789012:kcl-demo-2:1700000000:shardId-000000000004');
+    expect(multi).toEqual({ streamName: 'kcl-demo-2', shardId: 'shardId-000000000004' });
+    expect(shardKey(multi)).toBe('kcl-demo-2/shardId-000000000004');
+    expect(shardKey({ streamName: null, shardId: 'shardId-000000000004' })).toBe('shardId-000000000004');
+  });
+
+  it('labels a shard with its short stream name only when there are several streams', () => {
+    expect(shardLabel({ streamName: null, shardId: 'shardId-000000000004' })).toBe('shard-4');
+    expect(shardLabel({ streamName: 'kcl-demo-2', shardId: 'shardId-000000000004' })).toBe('demo-2/shard-4');
+    expect(leaseLabel('shardId-000000000004')).toBe('shard-4');
+    expect(leaseLabel('123456789012:kcl-demo-1:1700000000:shardId-000000000010')).toBe('demo-1/shard-10');
   });
 });

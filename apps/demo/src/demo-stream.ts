@@ -7,6 +7,7 @@ import {
   type Shard,
   SplitShardCommand,
 } from '@aws-sdk/client-kinesis';
+import { parseStreamIdentifier } from '@kcl/consumer';
 import { type Clock, systemClock } from '@kcl/core';
 import type { RunningEmulator } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -158,6 +159,53 @@ export function shardsToMerge(shards: readonly ShardInfo[]): [ShardInfo, ShardIn
 export function shortShardId(shardId: string): string {
   const match = /^shardId-0*(\d+)$/.exec(shardId);
   return match === null ? shardId : `shard-${match[1]}`;
+}
+
+/** The demo's stream names: `kcl-demo` alone, or `kcl-demo-1` … `kcl-demo-<count>` for several. */
+export function demoStreamNames(count: number): string[] {
+  return count === 1 ? ['kcl-demo'] : Array.from({ length: count }, (_, index) => `kcl-demo-${index + 1}`);
+}
+
+/** `kcl-demo-2` → `demo-2`, the name shown beside a shard. */
+export function shortStreamName(streamName: string): string {
+  return streamName.replace(/^kcl-/, '');
+}
+
+/**
+ * A shard of the demo's streams. `streamName` is null when the demo reads one stream: its lease keys
+ * are then bare shard ids, as for any single-stream application.
+ */
+export interface ShardRef {
+  readonly streamName: string | null;
+  readonly shardId: string;
+}
+
+/** The shard a lease key names: `shardId-…` with one stream, `account:stream:creationEpoch:shardId-…` with several. */
+export function shardOfLeaseKey(leaseKey: string): ShardRef {
+  const end = leaseKey.lastIndexOf(':');
+  if (end === -1) return { streamName: null, shardId: leaseKey };
+  const identifier = leaseKey.slice(0, end);
+  return {
+    streamName: parseStreamIdentifier(identifier)?.streamName ?? identifier,
+    shardId: leaseKey.slice(end + 1),
+  };
+}
+
+/** One string per shard of the demo's streams, to key maps by: the shard id, or `stream/shardId`. */
+export function shardKey(shard: ShardRef): string {
+  return shard.streamName === null ? shard.shardId : `${shard.streamName}/${shard.shardId}`;
+}
+
+/** How the view names a shard: `shard-3`, or `demo-2/shard-3` when the demo reads several streams. */
+export function shardLabel(shard: ShardRef): string {
+  return shard.streamName === null
+    ? shortShardId(shard.shardId)
+    : `${shortStreamName(shard.streamName)}/${shortShardId(shard.shardId)}`;
+}
+
+/** The label of the shard a lease key names (see `shardLabel`). */
+export function leaseLabel(leaseKey: string): string {
+  return shardLabel(shardOfLeaseKey(leaseKey));
 }
 
 /** The share of the hash key space a shard covers, as `25–50%`. */

@@ -49,6 +49,36 @@ describe('describeWorkerEvent', () => {
     ).toEqual({ kind: 'shard', text: 'w1 created leases for the children shard-4, shard-5' });
   });
 
+  it('names the stream beside the shard when lease keys carry one', () => {
+    expect(
+      describeWorkerEvent({
+        type: 'lease-taken',
+        workerId: 'w2',
+        leaseKey: '000000000000:kcl-demo-2:1700000000:shardId-000000000003',
+        previousOwner: null,
+      }),
+    ).toEqual({ kind: 'lease', text: 'w2 took demo-2/shard-3' });
+    expect(
+      describeWorkerEvent({
+        type: 'shard-ended',
+        workerId: 'w1',
+        leaseKey: '000000000000:kcl-demo-1:1700000000:shardId-000000000000',
+        childShardIds: ['shardId-000000000004', 'shardId-000000000005'],
+      }),
+    ).toEqual({ kind: 'shard', text: 'w1 processed demo-1/shard-0 to its end (children shard-4, shard-5)' });
+    expect(
+      describeWorkerEvent({
+        type: 'leases-created',
+        workerId: 'w1',
+        cause: 'initial',
+        leaseKeys: [
+          '000000000000:kcl-demo-1:1700000000:shardId-000000000000',
+          '000000000000:kcl-demo-2:1700000001:shardId-000000000000',
+        ],
+      }),
+    ).toEqual({ kind: 'shard', text: 'w1 created the initial leases demo-1/shard-0, demo-2/shard-0' });
+  });
+
   it('shows failures as problems and leaves the frequent events out', () => {
     expect(
       describeWorkerEvent({

@@ -1,4 +1,4 @@
-import { shortShardId } from './demo-stream.js';
+import { leaseLabel, shortShardId } from './demo-stream.js';
 import type { EventKind } from './terminal-view.js';
 import type { WorkerEvent } from './worker-protocol.js';
 
@@ -10,8 +10,9 @@ export interface EventText {
 
 /** A worker's event as a line of the view; null for the frequent ones the view leaves out. */
 export function describeWorkerEvent(event: WorkerEvent): EventText | null {
-  const shard = event.leaseKey === undefined ? '' : shortShardId(event.leaseKey);
-  const list = (ids: readonly string[] | undefined): string => (ids ?? []).map(shortShardId).join(', ');
+  const shard = event.leaseKey === undefined ? '' : leaseLabel(event.leaseKey);
+  const leases = (keys: readonly string[] | undefined): string => (keys ?? []).map(leaseLabel).join(', ');
+  const shards = (ids: readonly string[] | undefined): string => (ids ?? []).map(shortShardId).join(', ');
   switch (event.type) {
     case 'worker-started':
       return { kind: 'worker', text: `${event.workerId} started` };
@@ -53,15 +54,15 @@ export function describeWorkerEvent(event: WorkerEvent): EventText | null {
         kind: 'shard',
         text:
           event.cause === 'shard-end'
-            ? `${event.workerId} created leases for the children ${list(event.leaseKeys)}`
+            ? `${event.workerId} created leases for the children ${leases(event.leaseKeys)}`
             : event.cause === 'initial'
-              ? `${event.workerId} created the initial leases ${list(event.leaseKeys)}`
-              : `${event.workerId} created leases for uncovered shards ${list(event.leaseKeys)}`,
+              ? `${event.workerId} created the initial leases ${leases(event.leaseKeys)}`
+              : `${event.workerId} created leases for uncovered shards ${leases(event.leaseKeys)}`,
       };
     case 'shard-ended':
       return {
         kind: 'shard',
-        text: `${event.workerId} processed ${shard} to its end (children ${list(event.childShardIds)})`,
+        text: `${event.workerId} processed ${shard} to its end (children ${shards(event.childShardIds)})`,
       };
     case 'lease-deleted':
       return { kind: 'shard', text: `${event.workerId} deleted the finished lease of ${shard}` };

@@ -50,8 +50,8 @@ export class Fleet {
   readonly workers = new Map<string, FleetWorker>();
   /** Every event every worker reported, in arrival order. */
   readonly events: FleetEvent[] = [];
-  /** Peaks of `millisBehindLatest` above zero, per shard, as the workers reported them. */
-  readonly lags: Array<{ readonly at: number; readonly shardId: string; readonly lagMs: number }> = [];
+  /** Peaks of `millisBehindLatest` above zero, per lease, as the workers reported them. */
+  readonly lags: Array<{ readonly at: number; readonly leaseKey: string; readonly lagMs: number }> = [];
   readonly #handles = new Map<string, Handle>();
   readonly #outputs = new Map<string, { offset: number; partial: string }>();
   readonly #lines: ProcessedLine[] = [];
@@ -138,8 +138,8 @@ export class Fleet {
           worker.leases = message.leases;
           worker.processed = message.processed;
           worker.samples.push({ at: message.at, processed: message.processed });
-          for (const [shardId, lagMs] of Object.entries(message.peakLagMs))
-            if (lagMs > 0) this.lags.push({ at: message.at, shardId, lagMs });
+          for (const [leaseKey, lagMs] of Object.entries(message.peakLagMs))
+            if (lagMs > 0) this.lags.push({ at: message.at, leaseKey, lagMs });
           while (worker.samples.length > 2 && message.at - (worker.samples[0]?.at ?? 0) > 3_000)
             worker.samples.shift();
         } else if (message.type === 'event') {
@@ -241,13 +241,13 @@ export class Fleet {
     );
   }
 
-  /** The largest lag reported for a shard between `from` and `to` (epoch milliseconds), or 0. */
-  peakLag(shardId: string, from: number, to = Number.POSITIVE_INFINITY): number {
+  /** The largest lag reported for a lease between `from` and `to` (epoch milliseconds), or 0. */
+  peakLag(leaseKey: string, from: number, to = Number.POSITIVE_INFINITY): number {
     let peak = 0;
     for (let index = this.lags.length - 1; index >= 0; index--) {
       const sample = this.lags[index]!;
       if (sample.at < from) break;
-      if (sample.shardId === shardId && sample.at <= to) peak = Math.max(peak, sample.lagMs);
+      if (sample.leaseKey === leaseKey && sample.at <= to) peak = Math.max(peak, sample.lagMs);
     }
     return peak;
   }

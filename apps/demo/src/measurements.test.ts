@@ -44,13 +44,39 @@ describe('the run measurements', () => {
       {
         killed: null,
         gracefullyStopped: { workerId: 'w2', at: 10_000 },
-        split: { at: 9_000, parent: SHARD_0 },
+        split: { at: 9_000, parent: { streamName: null, shardId: SHARD_0 } },
       },
       3_000,
     );
     expect(lines).toEqual([
       'graceful stop: w2 released 1 lease; the others took 1 of them within 0.8 s (no expiry wait)',
       'split: shard-0 was processed to its end 3.0 s after the split; its children started then',
+    ]);
+  });
+
+  it('match lease keys that name their stream: the split parent of one stream is not its namesake in another', () => {
+    const KEY_1 = '000000000000:kcl-demo-1:1700000000:shardId-000000000000';
+    const KEY_2 = '000000000000:kcl-demo-2:1700000001:shardId-000000000000';
+    const fleet: FleetReports = {
+      events: [
+        { at: 3_000, event: { type: 'lease-taken', workerId: 'w2', leaseKey: KEY_2 } },
+        { at: 10_000, event: { type: 'shard-ended', workerId: 'w2', leaseKey: KEY_2 } },
+        { at: 11_500, event: { type: 'shard-ended', workerId: 'w3', leaseKey: KEY_1 } },
+      ],
+      peakLag: (leaseKey) => (leaseKey === KEY_2 ? 1_500 : 0),
+    };
+    const lines = describeMeasurements(
+      fleet,
+      {
+        killed: { workerId: 'w1', at: 1_000, held: [KEY_2] },
+        gracefullyStopped: null,
+        split: { at: 9_000, parent: { streamName: 'kcl-demo-1', shardId: SHARD_0 } },
+      },
+      3_000,
+    );
+    expect(lines).toEqual([
+      'failover: 1 of 1 lease of the killed w1 taken over 2.0 s after the kill -9 (lease expiry 3 s); their shards were up to 1.5 s behind, then caught up',
+      'split: demo-1/shard-0 was processed to its end 2.5 s after the split; its children started then',
     ]);
   });
 

@@ -1,19 +1,20 @@
-import { shortShardId } from './demo-stream.js';
+import { type ShardRef, shardKey, shardLabel, shardOfLeaseKey } from './demo-stream.js';
 import type { Fleet } from './fleet.js';
 import { formatQuantity, formatSeconds, type StyledLine } from './terminal-view.js';
 import {
   describeVerification,
   type KilledWorker,
   type LeaseLoss,
-  type Verification,
+  type ProducedStream,
+  type RunVerification,
   verificationPassed,
-  verifyRun,
+  verifyStreams,
 } from './verification.js';
 import type { DemoTiming } from './worker-protocol.js';
 
 /** What the script did to the fleet, kept so the run can measure what followed. */
 export interface ScriptRecord {
-  /** The worker killed with kill -9, when, and the leases it held then. */
+  /** The worker killed with kill -9, when, and the lease keys it held then. */
   readonly killed: {
     readonly workerId: string;
     readonly at: number;
@@ -22,7 +23,7 @@ export interface ScriptRecord {
   /** The worker stopped gracefully (SIGTERM), and when. */
   readonly gracefullyStopped: { readonly workerId: string; readonly at: number } | null;
   /** The shard split, and when. */
-  readonly split: { readonly at: number; readonly parent: string } | null;
+  readonly split: { readonly at: number; readonly parent: ShardRef } | null;
 }
 
 /** What the measurements read of the fleet: its events and its lag reports. */
@@ -78,7 +79,7 @@ export function describeMeasurements(
     const taken = times.filter((time): time is number => time !== null);
     if (taken.length > 0) {
       const lastTaken = Math.max(...taken);
-      const peak = Math.max(...killed.held.map((shardId) => fleet.peakLag(shardId, killed.at)));
+      const peak = Math.max(...killed.held.map((leaseKey) => fleet.peakLag(leaseKey, killed.at)));
       lines.push(
         `failover: ${taken.length} of ${formatQuantity(killed.held.length, 'lease')} of the killed ${killed.workerId} taken over ` +
           `${formatSeconds(lastTaken - killed.at)} after the kill -9 (lease expiry ${leaseExpiryMs / 1000} s); ` +
@@ -106,12 +107,17 @@ export function describeMeasurements(
   }
   const split = script.split;
   if (split !== null) {
+    const parent = shardKey(split.parent);
     const ended = fleet.events.find(
-      ({ at, event }) => event.type === 'shard-ended' && event.leaseKey === split.parent && at > split.at,
+      ({ at, event }) =>
+        event.type === 'shard-ended' &&
+        event.leaseKey !== undefined &&
+        shardKey(shardOfLeaseKey(event.leaseKey)) === parent &&
+        at > split.at,
     );
     if (ended !== undefined)
       lines.push(
-        `split: ${shortShardId(split.parent)} was processed to its end ${formatSeconds(ended.at - split.at)} after the split; its children started then`,
+        `split: ${shardLabel(split.parent)} was processed to its end ${formatSeconds(ended.at - split.at)} after the split; its children started then`,
       );
   }
   return lines;
@@ -127,7 +133,7 @@ export interface RunDurations {
 }
 
 export interface RunReport {
-  readonly verification: Verification;
+  readonly verification: RunVerification;
   readonly passed: boolean;
   /** What the demo prints at the end. */
   readonly lines: readonly StyledLine[];
@@ -140,15 +146,15 @@ export interface RunReport {
 export function reportRun(input: {
   readonly fleet: Fleet;
   readonly script: ScriptRecord;
-  /** Records the producer wrote. */
-  readonly produced: number;
+  /** What the producers wrote, per stream. */
+  readonly streams: readonly ProducedStream[];
   readonly keys: number;
   readonly timing: Pick<DemoTiming, 'leaseExpiryMs' | 'checkpointIntervalMs'>;
   readonly durations: RunDurations;
 }): RunReport {
   const { fleet, script, timing, durations } = input;
-  const verification = verifyRun({
-    produced: input.produced,
+  const verification = verifyStreams({
+    streams: input.streams,
     keys: input.keys,
     lines: fleet.processedLines(),
     killed: killedWorkerOf(fleet, script),
@@ -171,7 +177,7 @@ export function reportRun(input: {
     });
   }
   lines.push({ text: '', style: null });
-  const passed = verificationPassed(verification);
+  const passed = verificationPassed(verification.total);
   describeVerification(verification, {
     killedWorkerId: script.killed?.workerId ?? null,
     checkpointIntervalMs: timing.checkpointIntervalMs,
@@ -180,7 +186,13 @@ export function reportRun(input: {
   });
   lines.push(
     passed
-      ? { text: 'verified: no record lost, every partition key processed in write order', style: 'title' }
+      ? {
+          text:
+            verification.streams.length === 0
+              ? 'verified: no record lost, every partition key processed in write order'
+              : `verified: no record lost on any of the ${verification.streams.length} streams, every partition key processed in write order`,
+          style: 'title',
+        }
       : { text: 'FAILED: records were lost or processed out of order', style: 'problem' },
   );
   return { verification, passed, lines };

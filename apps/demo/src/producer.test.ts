@@ -75,4 +75,32 @@ describe('Producer', () => {
     expect(recordIndexOf('x-42')).toBeNull();
     expect(partitionKeyOf(205, 200)).toBe('key-5');
   });
+
+  it('names the stream in each payload when the demo writes to several', () => {
+    expect(recordDataOf(42, 'kcl-demo-2')).toBe('kcl-demo-2/r-42');
+    expect(recordIndexOf('kcl-demo-2/r-42', 'kcl-demo-2')).toBe(42);
+    // A record of another stream, or one without a stream, is not one of this stream's.
+    expect(recordIndexOf('kcl-demo-1/r-42', 'kcl-demo-2')).toBeNull();
+    expect(recordIndexOf('r-42', 'kcl-demo-2')).toBeNull();
+    expect(recordIndexOf('kcl-demo-2/r-42')).toBeNull();
+  });
+
+  it('writes payloads that name its stream when asked to', async () => {
+    const clock = new ManualClock();
+    const { client, calls } = fakeClient(() => false);
+    const producer = new Producer({
+      client,
+      streamName: 'kcl-demo-2',
+      streamInPayload: true,
+      rate: 100,
+      keys: 100,
+      clock,
+    });
+    producer.start();
+    await clock.advance(100);
+    expect(await producer.stop()).toBe(10);
+    expect(calls.flat().map((record) => Buffer.from(record.Data).toString())).toEqual(
+      Array.from({ length: 10 }, (_, index) => `kcl-demo-2/r-${index}`),
+    );
+  });
 });

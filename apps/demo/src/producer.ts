@@ -6,20 +6,28 @@ export function partitionKeyOf(index: number, keys: number): string {
   return `key-${index % keys}`;
 }
 
-/** The payload of the record written `index`-th; verification reads the index back from it. */
-export function recordDataOf(index: number): string {
-  return `r-${index}`;
+/**
+ * The payload of the record written `index`-th: `r-<index>`, or `<stream>/r-<index>` when the demo
+ * writes to several streams (`stream` not null), so every record of every stream is distinct and
+ * names the stream it was written to. Verification reads the index back from it.
+ */
+export function recordDataOf(index: number, stream: string | null = null): string {
+  return stream === null ? `r-${index}` : `${stream}/r-${index}`;
 }
 
-/** The write index a payload carries, or null for a payload the demo did not write. */
-export function recordIndexOf(data: string): number | null {
-  const match = /^r-(\d+)$/.exec(data);
+/** The write index a payload of `stream` carries (see `recordDataOf`), or null for a payload the demo did not write there. */
+export function recordIndexOf(data: string, stream: string | null = null): number | null {
+  const prefix = stream === null ? '' : `${stream}/`;
+  if (!data.startsWith(prefix)) return null;
+  const match = /^r-(\d+)$/.exec(data.slice(prefix.length));
   return match === null ? null : Number(match[1]);
 }
 
 export interface ProducerOptions {
   readonly client: KinesisClient;
   readonly streamName: string;
+  /** Name the stream in each payload (`<stream>/r-<index>`): the demo writes to several. Default false. */
+  readonly streamInPayload?: boolean;
   /** Records per second. */
   readonly rate: number;
   readonly keys: number;
@@ -78,7 +86,9 @@ export class Producer {
     const first = this.written;
     let pending = Array.from({ length: size }, (_, offset) => ({
       PartitionKey: partitionKeyOf(first + offset, keys),
-      Data: Buffer.from(recordDataOf(first + offset)),
+      Data: Buffer.from(
+        recordDataOf(first + offset, this.#options.streamInPayload === true ? streamName : null),
+      ),
     }));
     // Finish the batch even when asked to stop, so `written` counts whole batches only.
     for (let attempt = 1; pending.length > 0; attempt++) {

@@ -11,11 +11,14 @@ import type { Cleanup } from './cleanup.js';
 import type { DemoOptions } from './demo-options.js';
 import {
   DemoStream,
+  demoStreamNames,
   hashRangeLabel,
+  leaseLabel,
   type ShardInfo,
+  type ShardRef,
+  shardLabel,
   shardsToMerge,
   shardToSplit,
-  shortShardId,
 } from './demo-stream.js';
 import { describeWorkerEvent } from './event-text.js';
 import { Fleet, type FleetEvent, type FleetWorker } from './fleet.js';
@@ -32,7 +35,7 @@ import {
   type ViewEvent,
 } from './terminal-view.js';
 import { planTimeline, type TimelineStep } from './timeline.js';
-import type { Verification } from './verification.js';
+import type { RunVerification } from './verification.js';
 import { DemoViewModel, demoHeader } from './view-model.js';
 import { DEMO_TIMING, type DemoTiming, maxRecordsFor, preciseNow } from './worker-protocol.js';
 
@@ -45,10 +48,9 @@ export interface DemoIo {
 
 export interface DemoOutcome {
   readonly exitCode: number;
-  readonly verification: Verification | null;
+  readonly verification: RunVerification | null;
 }
 
-const STREAM_NAME = 'kcl-demo';
 const APPLICATION_NAME = 'kcl-demo';
 /** Longest wait, after the producer stops, for every record to be processed. */
 const DRAIN_TIMEOUT_MS = 90_000;
@@ -73,10 +75,12 @@ class DemoRun {
   #nextStep = 0;
   #phase = 'starting';
   readonly #viewModel = new DemoViewModel();
-  #shards: ShardInfo[] = [];
-  #stream: DemoStream | null = null;
+  #shards: (ShardInfo & ShardRef)[] = [];
+  /** The demo's streams: one, or `--streams` of them read by the fleet as one application. */
+  #streams: DemoStream[] = [];
   #fleet: Fleet | null = null;
-  #producer: Producer | null = null;
+  /** One producer per stream, in the order of `#streams`. */
+  #producers: Producer[] = [];
   /** What the script did, for the measurements at the end. */
   #script: ScriptRecord = { killed: null, gracefullyStopped: null, split: null };
   #pendingStop: Promise<unknown> = Promise.resolve();
@@ -86,7 +90,10 @@ class DemoRun {
     this.#options = options;
     this.#cleanup = cleanup;
     this.#durationMs = options.durationSeconds * 1000;
-    this.#timing = { ...DEMO_TIMING, maxRecords: maxRecordsFor(options.rate, options.shards) };
+    this.#timing = {
+      ...DEMO_TIMING,
+      maxRecords: maxRecordsFor(options.rate, options.shards * options.streams),
+    };
     this.#timeline = planTimeline(this.#durationMs);
     this.#view = new TerminalView({
       out: io.out,
@@ -107,12 +114,37 @@ class DemoRun {
       : formatEventTime(at - this.#scriptStartedAt);
   }
 
+  /** Several streams: shards are shown, and lease keys name their stream (multi-stream mode). */
+  get #multiStream(): boolean {
+    return this.#streams.length > 1;
+  }
+
+  /** Records written so far, over all streams. */
+  #written(): number {
+    return this.#producers.reduce((total, producer) => total + producer.written, 0);
+  }
+
+  /** The shards of every stream, each with its stream when there are several. */
+  async #listShards(): Promise<(ShardInfo & ShardRef)[]> {
+    const listed = await Promise.all(this.#streams.map((stream) => stream.shards()));
+    return listed.flatMap((shards, index) =>
+      shards.map((shard) => ({
+        ...shard,
+        streamName: this.#multiStream ? (this.#streams[index]?.name ?? null) : null,
+      })),
+    );
+  }
+
   async run(): Promise<DemoOutcome> {
     const options = this.#options;
     const view = this.#view;
+    const streamNames = demoStreamNames(options.streams);
     view.print(
-      `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${formatQuantity(options.shards, 'shard')}, ${options.rate} records/s over ` +
-        `${options.keys} partition keys, ${options.durationSeconds} s script, store ${options.store}`,
+      options.streams === 1
+        ? `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${formatQuantity(options.shards, 'shard')}, ${options.rate} records/s over ` +
+            `${options.keys} partition keys, ${options.durationSeconds} s script, store ${options.store}`
+        : `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${options.streams} streams of ${formatQuantity(options.shards, 'shard')}, ` +
+            `${options.rate} records/s in all over ${options.keys} partition keys per stream, ${options.durationSeconds} s script, store ${options.store}`,
       'title',
     );
     this.#cleanup.add(
@@ -142,15 +174,20 @@ class DemoRun {
       prepareLeaseStore(options, runDirectory),
     );
     this.#cleanup.add('remove the lease store', () => store.teardown());
-    const stream = new DemoStream(emulator, STREAM_NAME);
-    this.#stream = stream;
-    this.#cleanup.add('close the Kinesis client', () => stream.close());
-    await this.#step(`creating stream ${STREAM_NAME} with ${formatQuantity(options.shards, 'shard')}`, () =>
-      stream.create(options.shards),
+    const streams = streamNames.map((name) => new DemoStream(emulator, name));
+    this.#streams = streams;
+    this.#cleanup.add('close the Kinesis clients', () => {
+      for (const stream of streams) stream.close();
+    });
+    await this.#step(
+      streams.length === 1
+        ? `creating stream ${streamNames.join('')} with ${formatQuantity(options.shards, 'shard')}`
+        : `creating ${streams.length} streams (${streamNames.join(', ')}) with ${formatQuantity(options.shards, 'shard')} each`,
+      () => Promise.all(streams.map((stream) => stream.create(options.shards))),
     );
-    this.#shards = await stream.shards();
+    this.#shards = await this.#listShards();
 
-    const fleet = this.#startFleet(emulator, runDirectory, store.location);
+    const fleet = this.#startFleet(emulator, runDirectory, store.location, streamNames);
     this.#cleanup.add('kill the workers', () => fleet.killAll());
     const workerIds = Array.from({ length: options.workers }, (_, index) => `w${index + 1}`);
     await this.#step(`starting ${formatQuantity(options.workers, 'worker')}, each its own process`, () =>
@@ -169,19 +206,29 @@ class DemoRun {
     const scriptStartedAt = preciseNow();
     this.#scriptStartedAt = scriptStartedAt;
     const startupMs = scriptStartedAt - this.#programStartedAt;
-    const producer = new Producer({
-      client: stream.client,
-      streamName: STREAM_NAME,
-      rate: options.rate,
-      keys: options.keys,
-      onRetry: (message) => this.#emit('problem', `producer: ${message}`),
-    });
-    this.#producer = producer;
-    producer.start();
-    // Not awaited: with the emulator gone its retries would only delay the exit.
-    this.#cleanup.add('stop the producer', () => void producer.stop().catch(() => undefined), {
-      early: true,
-    });
+    // `--rate` is the rate in all: each stream gets an even share.
+    const producers = streams.map(
+      (stream) =>
+        new Producer({
+          client: stream.client,
+          streamName: stream.name,
+          streamInPayload: this.#multiStream,
+          rate: options.rate / streams.length,
+          keys: options.keys,
+          onRetry: (message) =>
+            this.#emit('problem', `producer${this.#multiStream ? ` ${stream.name}` : ''}: ${message}`),
+        }),
+    );
+    this.#producers = producers;
+    for (const producer of producers) producer.start();
+    // Not awaited: with the emulator gone their retries would only delay the exit.
+    this.#cleanup.add(
+      producers.length === 1 ? 'stop the producer' : 'stop the producers',
+      () => {
+        for (const producer of producers) void producer.stop().catch(() => undefined);
+      },
+      { early: true },
+    );
     this.#phase = 'producing';
     void this.#refreshShardsLoop();
     void this.#drawLoop(header);
@@ -195,7 +242,10 @@ class DemoRun {
     }
 
     // Normally stopped by the script already; this also covers a failed step.
-    const written = await producer.stop();
+    const written = (await Promise.all(producers.map((producer) => producer.stop()))).reduce(
+      (total, count) => total + count,
+      0,
+    );
     const drainStartedAt = preciseNow();
     this.#phase = 'draining';
     const deadline = this.#clock.monotonicNow() + DRAIN_TIMEOUT_MS;
@@ -229,7 +279,10 @@ class DemoRun {
     const report = reportRun({
       fleet,
       script: this.#script,
-      produced: written,
+      streams: producers.map((producer, index) => ({
+        name: this.#multiStream ? (streamNames[index] ?? null) : null,
+        produced: producer.written,
+      })),
       keys: options.keys,
       timing: this.#timing,
       durations: { startupMs, scriptMs, drainMs, stopMs, totalMs: preciseNow() - this.#programStartedAt },
@@ -260,12 +313,17 @@ class DemoRun {
     }
   }
 
-  #startFleet(emulator: RunningEmulator, runDirectory: string, store: LeaseStoreLocation) {
+  #startFleet(
+    emulator: RunningEmulator,
+    runDirectory: string,
+    store: LeaseStoreLocation,
+    streams: readonly string[],
+  ) {
     const fleet = new Fleet({
       runDirectory,
       settings: {
         applicationName: APPLICATION_NAME,
-        streamName: STREAM_NAME,
+        streams,
         kinesis: { endpoint: emulator.endpoint, region: emulator.region, credentials: emulator.credentials },
         store,
         timing: this.#timing,
@@ -281,18 +339,17 @@ class DemoRun {
 
   async #execute(step: TimelineStep): Promise<void> {
     const fleet = this.#fleet!;
-    const stream = this.#stream!;
     switch (step.action) {
       case 'kill': {
         const victim = busiest(fleet.live());
         if (victim === undefined) return this.#emit('script', 'kill -9 skipped: no worker is running');
-        const held = victim.leases.map((lease) => lease.shardId);
+        const held = victim.leases.map((lease) => lease.leaseKey);
         const at = await fleet.kill(victim.workerId);
         this.#script = { ...this.#script, killed: { workerId: victim.workerId, at, held } };
         this.#viewModel.noteWorker(victim.workerId, `kill -9 at ${formatClock(this.#elapsed(at))}`);
         this.#emit(
           'script',
-          `kill -9 ${victim.workerId} (held ${held.map(shortShardId).join(', ') || 'nothing'}): its leases ` +
+          `kill -9 ${victim.workerId} (held ${held.map(leaseLabel).join(', ') || 'nothing'}): its leases ` +
             `expire after ${this.#timing.leaseExpiryMs / 1000} s, then the others take them`,
         );
         return;
@@ -304,30 +361,45 @@ class DemoRun {
         return;
       }
       case 'split': {
+        // With several streams the split happens on the first, the merge on the last that has a pair.
+        const stream = this.#streams[0]!;
         const target = shardToSplit(await stream.shards());
         if (target === undefined) return this.#emit('script', 'split skipped: no open shard');
-        this.#emit('script', `split ${shortShardId(target.shardId)} (keys ${hashRangeLabel(target)})`);
-        this.#script = { ...this.#script, split: { at: preciseNow(), parent: target.shardId } };
+        const label = (shardId: string): string => shardLabel(this.#shardOf(stream, shardId));
+        this.#emit('script', `split ${label(target.shardId)} (keys ${hashRangeLabel(target)})`);
+        this.#script = {
+          ...this.#script,
+          split: { at: preciseNow(), parent: this.#shardOf(stream, target.shardId) },
+        };
         const children = await stream.split(target);
-        this.#shards = await stream.shards();
+        this.#shards = await this.#listShards();
         this.#emit(
           'shard',
-          `${shortShardId(target.shardId)} split into ${children.map((child) => shortShardId(child.shardId)).join(' + ')}: ` +
-            `they start once ${shortShardId(target.shardId)} is processed to its end`,
+          `${label(target.shardId)} split into ${children.map((child) => label(child.shardId)).join(' + ')}: ` +
+            `they start once ${label(target.shardId)} is processed to its end`,
         );
         return;
       }
       case 'merge': {
-        const pair = shardsToMerge(await stream.shards());
-        if (pair === undefined) return this.#emit('script', 'merge skipped: no two adjacent open shards');
-        const [lower, upper] = pair;
-        const names = `${shortShardId(lower.shardId)} + ${shortShardId(upper.shardId)}`;
+        let found: { stream: DemoStream; pair: [ShardInfo, ShardInfo] } | undefined;
+        for (const stream of [...this.#streams].reverse()) {
+          const pair = shardsToMerge(await stream.shards());
+          if (pair !== undefined) {
+            found = { stream, pair };
+            break;
+          }
+        }
+        if (found === undefined) return this.#emit('script', 'merge skipped: no two adjacent open shards');
+        const { stream } = found;
+        const [lower, upper] = found.pair;
+        const label = (shardId: string): string => shardLabel(this.#shardOf(stream, shardId));
+        const names = `${label(lower.shardId)} + ${label(upper.shardId)}`;
         this.#emit('script', `merge ${names} (keys ${hashRangeLabel(lower)} and ${hashRangeLabel(upper)})`);
         const child = await stream.merge(lower, upper);
-        this.#shards = await stream.shards();
+        this.#shards = await this.#listShards();
         this.#emit(
           'shard',
-          `${names} merged into ${child === undefined ? 'a new shard' : shortShardId(child.shardId)}: ` +
+          `${names} merged into ${child === undefined ? 'a new shard' : label(child.shardId)}: ` +
             'it starts once both parents are processed to their end',
         );
         return;
@@ -337,7 +409,7 @@ class DemoRun {
         if (live.length < 2)
           return this.#emit('script', 'graceful stop skipped: it would leave no worker running');
         const victim = busiest(live)!;
-        const held = victim.leases.map((lease) => shortShardId(lease.shardId));
+        const held = victim.leases.map((lease) => leaseLabel(lease.leaseKey));
         const at = preciseNow();
         this.#script = { ...this.#script, gracefullyStopped: { workerId: victim.workerId, at } };
         this.#viewModel.noteWorker(victim.workerId, `graceful stop at ${formatClock(this.#elapsed(at))}`);
@@ -356,11 +428,22 @@ class DemoRun {
         return;
       }
       case 'stop-producing': {
-        const written = await this.#producer!.stop();
-        this.#emit('script', `producer stopped after ${written} records; draining`);
+        const counts = await Promise.all(this.#producers.map((producer) => producer.stop()));
+        const written = counts.reduce((total, count) => total + count, 0);
+        this.#emit(
+          'script',
+          counts.length === 1
+            ? `producer stopped after ${written} records; draining`
+            : `producers stopped after ${written} records (${counts.join(' + ')}); draining`,
+        );
         return;
       }
     }
+  }
+
+  /** A shard of one of the demo's streams, named as lease keys name it (no stream with one stream). */
+  #shardOf(stream: DemoStream, shardId: string): ShardRef {
+    return { streamName: this.#multiStream ? stream.name : null, shardId };
   }
 
   // ── events and the view ─────────────────────────────────────────────────────────────────────
@@ -384,7 +467,7 @@ class DemoRun {
       await this.#clock.sleep(2_000, signal);
       if (signal.aborted) return;
       try {
-        this.#shards = (await this.#stream?.shards()) ?? this.#shards;
+        this.#shards = await this.#listShards();
       } catch {
         // The next refresh tries again; the view keeps the last listing.
       }
@@ -410,7 +493,7 @@ class DemoRun {
         durationMs: this.#durationMs,
         phase: this.#phase,
         next: next === undefined ? null : `${next.label} at ${formatClock(next.atMs)}`,
-        written: this.#producer?.written ?? 0,
+        written: this.#written(),
         shards: this.#shards,
       };
       this.#view.draw(this.#viewModel.snapshot(this.#fleet!, frame, now));

@@ -38,8 +38,24 @@ const SNAPSHOT: ViewSnapshot = {
     },
   ],
   shards: [
-    { shard: 'shard-0', keys: '0–25%', owner: 'w1', state: 'processing', lagMs: 180, parents: [] },
-    { shard: 'shard-1', keys: '25–50%', owner: null, state: 'no owner', lagMs: null, parents: [] },
+    {
+      stream: null,
+      shard: 'shard-0',
+      keys: '0–25%',
+      owner: 'w1',
+      state: 'processing',
+      lagMs: 180,
+      parents: [],
+    },
+    {
+      stream: null,
+      shard: 'shard-1',
+      keys: '25–50%',
+      owner: null,
+      state: 'no owner',
+      lagMs: null,
+      parents: [],
+    },
   ],
   events: Array.from({ length: 30 }, (_, index) => ({
     time: formatEventTime(index * 1_000),
@@ -70,6 +86,51 @@ describe('renderFrame', () => {
     expect(Math.max(...frame.map((line) => line.text.length))).toBeLessThanOrEqual(40);
     expect(frame[0]?.text.endsWith('…')).toBe(false);
     expect(frame[2]?.text.endsWith('…')).toBe(true);
+  });
+});
+
+describe('several streams', () => {
+  const MULTI: ViewSnapshot = {
+    ...SNAPSHOT,
+    workers: [{ ...SNAPSHOT.workers[0]!, leases: ['demo-1/shard-0', 'demo-2/shard-0'] }],
+    shards: [
+      {
+        stream: 'demo-1',
+        shard: 'shard-0',
+        keys: '0–100%',
+        owner: 'w1',
+        state: 'processing',
+        lagMs: 0,
+        parents: [],
+      },
+      {
+        stream: 'demo-2',
+        shard: 'shard-0',
+        keys: '0–100%',
+        owner: 'w1',
+        state: 'processing',
+        lagMs: null,
+        parents: [],
+      },
+    ],
+  };
+
+  it('shows the stream of each shard in a column of its own, and beside each lease', () => {
+    const text = renderFrame(MULTI, { width: 100, height: 30 }).map((line) => line.text);
+    expect(text).toContain('w1      running       2     98      1,200  demo-1/shard-0 demo-2/shard-0');
+    expect(text).toContain('STREAM  SHARD    KEYS    OWNER    LAG  STATE       PARENTS');
+    expect(text).toContain('demo-1  shard-0  0–100%  w1     0.0 s  processing');
+    expect(text).toContain('demo-2  shard-0  0–100%  w1         -  processing');
+    // One stream: no stream column.
+    expect(renderFrame(SNAPSHOT, { width: 100, height: 30 }).map((line) => line.text)).toContain(
+      'SHARD    KEYS    OWNER    LAG  STATE       PARENTS',
+    );
+  });
+
+  it('names the stream of each shard in the plain summary', () => {
+    expect(renderSummaryLines(MULTI)[1]).toBe(
+      'shards: demo-1/shard-0 w1 processing lag 0.0 s | demo-2/shard-0 w1 processing',
+    );
   });
 });
 

@@ -12,6 +12,8 @@ export interface WorkerRow {
 
 /** One shard row of the view. */
 export interface ShardRow {
+  /** The short name of the shard's stream when the demo reads several; null with one. */
+  readonly stream: string | null;
   readonly shard: string;
   /** Share of the hash key space, e.g. `0–25%`. */
   readonly keys: string;
@@ -154,10 +156,13 @@ export function renderFrame(snapshot: ViewSnapshot, size: { width: number; heigh
   top.push(...workerTable.map((text, index) => ({ text, style: index === 0 ? ('heading' as const) : null })));
   top.push({ text: '', style: null });
 
+  // With several streams each shard row starts with its stream's short name.
+  const withStream = snapshot.shards.some((shard) => shard.stream !== null);
   const shardTable = table(
     [
-      ['SHARD', 'KEYS', 'OWNER', 'LAG', 'STATE', 'PARENTS'],
+      [...(withStream ? ['STREAM'] : []), 'SHARD', 'KEYS', 'OWNER', 'LAG', 'STATE', 'PARENTS'],
       ...snapshot.shards.map((shard) => [
+        ...(withStream ? [shard.stream ?? '-'] : []),
         shard.shard,
         shard.keys,
         shard.owner ?? '-',
@@ -166,7 +171,7 @@ export function renderFrame(snapshot: ViewSnapshot, size: { width: number; heigh
         shard.parents.join(' '),
       ]),
     ],
-    new Set([3]),
+    new Set([withStream ? 4 : 3]),
   );
   const shardLines = shardTable.map((text, index) => ({
     text,
@@ -206,7 +211,7 @@ export function renderSummaryLines(snapshot: ViewSnapshot): string[] {
   const shards = snapshot.shards
     .map(
       (shard) =>
-        `${shard.shard} ${shard.owner ?? '-'} ${shard.state}${shard.lagMs === null ? '' : ` lag ${formatLag(shard.lagMs)}`}`,
+        `${shard.stream === null ? '' : `${shard.stream}/`}${shard.shard} ${shard.owner ?? '-'} ${shard.state}${shard.lagMs === null ? '' : ` lag ${formatLag(shard.lagMs)}`}`,
     )
     .join(' | ');
   return [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { partitionKeyOf, recordDataOf } from './producer.js';
-import { describeVerification, verificationPassed, verifyRun } from './verification.js';
+import { describeVerification, verificationPassed, verifyRun, verifyStreams } from './verification.js';
 import type { ProcessedLine } from './worker-protocol.js';
 
 const KEYS = 3;
@@ -36,7 +36,7 @@ describe('verifyRun', () => {
   it('counts records nobody processed as lost', () => {
     const lines = [0, 2, 4].map((index) => line(index, 'w1', 10 + index));
     const result = verifyRun({ produced: 6, keys: KEYS, lines, ...NO_FAULTS });
-    expect(result).toMatchObject({ processed: 3, lost: 3, examples: { lost: [1, 3, 5] } });
+    expect(result).toMatchObject({ processed: 3, lost: 3, examples: { lost: ['r-1', 'r-3', 'r-5'] } });
     expect(verificationPassed(result)).toBe(false);
   });
 
@@ -147,7 +147,10 @@ describe('describeVerification', () => {
       killed: { workerId: 'w2', at: 30, checkpoints: new Map([['shard-a', 'TRIM_HORIZON']]) },
       leaseLosses: [],
     });
-    const text = describeVerification(result, { killedWorkerId: 'w2', checkpointIntervalMs: 1_000 });
+    const text = describeVerification(
+      { total: result, streams: [] },
+      { killedWorkerId: 'w2', checkpointIntervalMs: 1_000 },
+    );
     expect(text[0]).toBe('produced 3, processed 3, lost 0, per-key order violations 0, duplicates 1');
     expect(text[1]).toMatch(
       /^ {2}1 processed again after the kill -9: w2 had processed them but not yet checkpointed/,
@@ -157,8 +160,165 @@ describe('describeVerification', () => {
 
   it('says so when nothing was processed twice, and names lost records', () => {
     const result = verifyRun({ produced: 2, keys: KEYS, lines: [line(0, 'w1', 1)], ...NO_FAULTS });
-    const text = describeVerification(result, { killedWorkerId: null, checkpointIntervalMs: 1_000 });
+    const text = describeVerification(
+      { total: result, streams: [] },
+      { killedWorkerId: null, checkpointIntervalMs: 1_000 },
+    );
     expect(text[0]).toBe('produced 2, processed 1, lost 1, per-key order violations 0, duplicates 0');
     expect(text).toContain('  LOST: 1 records were never processed, e.g. r-1');
+  });
+});
+
+/** Lease keys as a multi-stream application writes them. */
+const KEY_A = '000000000000:kcl-demo-1:1700000000:shardId-000000000000';
+const KEY_B = '000000000000:kcl-demo-2:1700000001:shardId-000000000000';
+
+/** A processed line of record `index` of `stream`, as a worker of a multi-stream fleet writes it. */
+function streamLine(
+  stream: string,
+  index: number,
+  worker: string,
+  t: number,
+  leaseKey: string,
+): ProcessedLine {
+  return { ...line(index, worker, t, leaseKey), d: recordDataOf(index, stream), n: stream };
+}
+
+describe('verifyStreams', () => {
+  it('with one stream is verifyRun, with no per-stream results', () => {
+    const lines = [0, 1, 2].map((index) => line(index, 'w1', 10 + index));
+    const input = { keys: KEYS, lines, ...NO_FAULTS };
+    expect(verifyStreams({ ...input, streams: [{ name: null, produced: 4 }] })).toEqual({
+      total: verifyRun({ ...input, produced: 4 }),
+      streams: [],
+    });
+  });
+
+  it('verifies each stream on its own and sums them: the same index and key in two streams are two records', () => {
+    const lines = [
+      // kcl-demo-1: 0 … 3 in order, 2 processed twice.
+      ...[0, 1, 2, 3].map((index) => streamLine('kcl-demo-1', index, 'w1', 10 + index, KEY_A)),
+      streamLine('kcl-demo-1', 2, 'w2', 30, KEY_A),
+      // kcl-demo-2: 1 lost, 3 before 0 on key-0.
+      streamLine('kcl-demo-2', 3, 'w2', 10, KEY_B),
+      streamLine('kcl-demo-2', 0, 'w2', 11, KEY_B),
+      streamLine('kcl-demo-2', 2, 'w2', 12, KEY_B),
+    ];
+    const result = verifyStreams({
+      streams: [
+        { name: 'kcl-demo-1', produced: 4 },
+        { name: 'kcl-demo-2', produced: 4 },
+      ],
+      keys: KEYS,
+      lines,
+      ...NO_FAULTS,
+    });
+    expect(result.streams.map((stream) => stream.name)).toEqual(['kcl-demo-1', 'kcl-demo-2']);
+    expect(result.streams[0]?.verification).toMatchObject({
+      produced: 4,
+      processed: 4,
+      lost: 0,
+      orderViolations: 0,
+      duplicates: 1,
+    });
+    expect(result.streams[1]?.verification).toMatchObject({
+      produced: 4,
+      processed: 3,
+      lost: 1,
+      orderViolations: 1,
+      duplicates: 0,
+      examples: {
+        lost: ['kcl-demo-2/r-1'],
+        orderViolations: [`key-0: kcl-demo-2/r-0 was processed after kcl-demo-2/r-3 (by w2 on ${KEY_B})`],
+      },
+    });
+    expect(result.total).toMatchObject({
+      produced: 8,
+      processed: 7,
+      lost: 1,
+      orderViolations: 1,
+      duplicates: 1,
+      unexpected: 0,
+      duplicateCauses: { other: 1 },
+      examples: { lost: ['kcl-demo-2/r-1'] },
+    });
+    expect(verificationPassed(result.total)).toBe(false);
+  });
+
+  it('counts a record read under the wrong stream, or a line without a stream, as unexpected', () => {
+    const lines = [
+      streamLine('kcl-demo-1', 0, 'w1', 10, KEY_A),
+      // A payload of kcl-demo-2 reported as read from kcl-demo-1.
+      { ...streamLine('kcl-demo-1', 1, 'w1', 11, KEY_A), d: recordDataOf(1, 'kcl-demo-2') },
+      streamLine('kcl-demo-2', 0, 'w1', 12, KEY_B),
+      streamLine('kcl-demo-2', 1, 'w1', 13, KEY_B),
+      // No stream, and a stream the demo did not write to.
+      line(1, 'w1', 14),
+      streamLine('kcl-demo-3', 0, 'w1', 15, KEY_B),
+    ];
+    const result = verifyStreams({
+      streams: [
+        { name: 'kcl-demo-1', produced: 2 },
+        { name: 'kcl-demo-2', produced: 2 },
+      ],
+      keys: KEYS,
+      lines,
+      ...NO_FAULTS,
+    });
+    expect(result.streams[0]?.verification).toMatchObject({ processed: 1, lost: 1, unexpected: 1 });
+    expect(result.streams[1]?.verification).toMatchObject({ processed: 2, lost: 0, unexpected: 0 });
+    expect(result.total).toMatchObject({ processed: 3, lost: 1, unexpected: 3 });
+  });
+
+  it('attributes repeats after a kill and a lost lease by lease key, in each stream', () => {
+    const lines = [
+      streamLine('kcl-demo-1', 0, 'w1', 10, KEY_A),
+      streamLine('kcl-demo-1', 0, 'w2', 40, KEY_A),
+      streamLine('kcl-demo-2', 0, 'w3', 10, KEY_B),
+      streamLine('kcl-demo-2', 0, 'w2', 41, KEY_B),
+    ];
+    const result = verifyStreams({
+      streams: [
+        { name: 'kcl-demo-1', produced: 1 },
+        { name: 'kcl-demo-2', produced: 1 },
+      ],
+      keys: KEYS,
+      lines,
+      killed: { workerId: 'w1', at: 30, checkpoints: new Map([[KEY_A, 'TRIM_HORIZON']]) },
+      leaseLosses: [{ workerId: 'w3', leaseKey: KEY_B, at: 35, reason: 'taken-by-other' }],
+    });
+    expect(result.total.duplicateCauses).toEqual({
+      killedBeforeCheckpoint: 1,
+      killedAfterCheckpoint: 0,
+      leaseMoved: 1,
+      writtenTwice: 0,
+      other: 0,
+    });
+  });
+});
+
+describe('describeVerification with several streams', () => {
+  it('reports the total, then each stream', () => {
+    const lines = [
+      streamLine('kcl-demo-1', 0, 'w1', 10, KEY_A),
+      streamLine('kcl-demo-1', 1, 'w1', 11, KEY_A),
+      streamLine('kcl-demo-2', 0, 'w1', 12, KEY_B),
+    ];
+    const result = verifyStreams({
+      streams: [
+        { name: 'kcl-demo-1', produced: 2 },
+        { name: 'kcl-demo-2', produced: 2 },
+      ],
+      keys: KEYS,
+      lines,
+      ...NO_FAULTS,
+    });
+    expect(describeVerification(result, { killedWorkerId: null, checkpointIntervalMs: 1_000 })).toEqual([
+      '2 streams: produced 4, processed 3, lost 1, per-key order violations 0, duplicates 0',
+      '  kcl-demo-1: produced 2, processed 2, lost 0, per-key order violations 0, duplicates 0',
+      '  kcl-demo-2: produced 2, processed 1, lost 1, per-key order violations 0, duplicates 0',
+      '  no record was processed twice: every lease changed hands after its last checkpoint',
+      '  LOST: 1 records were never processed, e.g. kcl-demo-2/r-1',
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-import { partitionKeyOf, recordIndexOf } from './producer.js';
+import { partitionKeyOf, recordDataOf, recordIndexOf } from './producer.js';
 import type { ProcessedLine } from './worker-protocol.js';
 
 /** The worker the script killed, and the last checkpoint it reported per lease before it died. */
@@ -21,7 +21,12 @@ export interface VerificationInput {
   /** Records written: indexes 0 … produced-1, record `i` under key `partitionKeyOf(i, keys)`. */
   readonly produced: number;
   readonly keys: number;
-  /** Every line every worker appended, counting repeats, in any order. */
+  /**
+   * The stream whose records these are when the demo writes to several (their payloads name it, see
+   * `recordDataOf`); null or absent with one stream.
+   */
+  readonly stream?: string | null;
+  /** Every line every worker appended for this stream, counting repeats, in any order. */
   readonly lines: readonly ProcessedLine[];
   readonly killed: KilledWorker | null;
   readonly leaseLosses: readonly LeaseLoss[];
@@ -52,7 +57,8 @@ export interface Verification {
   readonly unexpected: number;
   /** A few examples, for diagnosis. */
   readonly examples: {
-    readonly lost: readonly number[];
+    /** Payloads of lost records. */
+    readonly lost: readonly string[];
     readonly orderViolations: readonly string[];
     readonly unexplainedDuplicates: readonly string[];
   };
@@ -68,10 +74,11 @@ export interface Verification {
  * - duplicates: processings beyond the first, each attributed to a cause.
  */
 export function verifyRun(input: VerificationInput): Verification {
+  const stream = input.stream ?? null;
   const byRecord = new Map<number, ProcessedLine[]>();
   let unexpected = 0;
   for (const line of input.lines) {
-    const index = recordIndexOf(line.d);
+    const index = recordIndexOf(line.d, stream);
     if (index === null || index >= input.produced || line.k !== partitionKeyOf(index, input.keys)) {
       unexpected += 1;
       continue;
@@ -81,12 +88,12 @@ export function verifyRun(input: VerificationInput): Verification {
     else list.push(line);
   }
 
-  const lostExamples: number[] = [];
+  const lostExamples: string[] = [];
   let lost = 0;
   for (let index = 0; index < input.produced; index++) {
     if (byRecord.has(index)) continue;
     lost += 1;
-    if (lostExamples.length < 5) lostExamples.push(index);
+    if (lostExamples.length < 5) lostExamples.push(recordDataOf(index, stream));
   }
 
   // Per key, in the order of first processing.
@@ -105,7 +112,7 @@ export function verifyRun(input: VerificationInput): Verification {
       orderViolations += 1;
       if (orderExamples.length < 5)
         orderExamples.push(
-          `${line.k}: r-${index} was processed after r-${before} (by ${line.w} on ${line.s})`,
+          `${line.k}: ${recordDataOf(index, stream)} was processed after ${recordDataOf(before, stream)} (by ${line.w} on ${line.s})`,
         );
     } else highest.set(line.k, index);
   }
@@ -144,6 +151,87 @@ export function verifyRun(input: VerificationInput): Verification {
   };
 }
 
+/** What the demo wrote to one stream. */
+export interface ProducedStream {
+  /** The stream's name when the demo writes to several; null for its only stream. */
+  readonly name: string | null;
+  /** Records written to it. */
+  readonly produced: number;
+}
+
+/** The verification of a whole run: in total and, when the demo wrote to several streams, per stream. */
+export interface RunVerification {
+  /** Every stream together: the sums of the per-stream figures. */
+  readonly total: Verification;
+  /** Per stream, in the order given; empty when the demo wrote to one stream. */
+  readonly streams: readonly { readonly name: string; readonly verification: Verification }[];
+}
+
+/**
+ * Verifies each stream on its own (record indexes and partition keys repeat from stream to stream)
+ * and sums the results. A line of a stream the demo did not write to, or without a stream when it
+ * wrote to several, is unexpected.
+ */
+export function verifyStreams(
+  input: Omit<VerificationInput, 'produced' | 'stream'> & { readonly streams: readonly ProducedStream[] },
+): RunVerification {
+  const { streams, lines, ...shared } = input;
+  const [only] = streams;
+  if (streams.length === 1 && only !== undefined && only.name === null)
+    return { total: verifyRun({ ...shared, produced: only.produced, lines }), streams: [] };
+  const linesOf = new Map<string, ProcessedLine[]>(streams.map((stream) => [stream.name ?? '', []]));
+  let stray = 0;
+  for (const line of lines) {
+    const list = line.n === undefined ? undefined : linesOf.get(line.n);
+    if (list === undefined) stray += 1;
+    else list.push(line);
+  }
+  const perStream = streams.map((stream) => ({
+    name: stream.name ?? '',
+    verification: verifyRun({
+      ...shared,
+      produced: stream.produced,
+      stream: stream.name,
+      lines: linesOf.get(stream.name ?? '') ?? [],
+    }),
+  }));
+  return {
+    total: sumVerifications(
+      perStream.map((each) => each.verification),
+      stray,
+    ),
+    streams: perStream,
+  };
+}
+
+/** Several verifications as one: counts added up, examples kept up to five of each kind. */
+function sumVerifications(parts: readonly Verification[], extraUnexpected: number): Verification {
+  const sum = (pick: (part: Verification) => number): number =>
+    parts.reduce((total, part) => total + pick(part), 0);
+  const first5 = (pick: (part: Verification) => readonly string[]): string[] =>
+    parts.flatMap(pick).slice(0, 5);
+  return {
+    produced: sum((part) => part.produced),
+    processed: sum((part) => part.processed),
+    lost: sum((part) => part.lost),
+    orderViolations: sum((part) => part.orderViolations),
+    duplicates: sum((part) => part.duplicates),
+    duplicateCauses: {
+      killedBeforeCheckpoint: sum((part) => part.duplicateCauses.killedBeforeCheckpoint),
+      killedAfterCheckpoint: sum((part) => part.duplicateCauses.killedAfterCheckpoint),
+      leaseMoved: sum((part) => part.duplicateCauses.leaseMoved),
+      writtenTwice: sum((part) => part.duplicateCauses.writtenTwice),
+      other: sum((part) => part.duplicateCauses.other),
+    },
+    unexpected: sum((part) => part.unexpected) + extraUnexpected,
+    examples: {
+      lost: first5((part) => part.examples.lost),
+      orderViolations: first5((part) => part.examples.orderViolations),
+      unexplainedDuplicates: first5((part) => part.examples.unexplainedDuplicates),
+    },
+  };
+}
+
 function duplicateCause(
   first: ProcessedLine,
   again: ProcessedLine,
@@ -176,16 +264,31 @@ function isAfter(sequence: string, checkpoint: string): boolean {
   return BigInt(sequence) > BigInt(number);
 }
 
-/** The verification line, then why any duplicates happened, then anything that went wrong. */
+/** The counts of a verification, as the verification line shows them. */
+function countsOf(verification: Verification): string {
+  return (
+    `produced ${verification.produced}, processed ${verification.processed}, lost ${verification.lost}, ` +
+    `per-key order violations ${verification.orderViolations}, duplicates ${verification.duplicates}`
+  );
+}
+
+/**
+ * The verification line (in total, then a line per stream when there are several), then why any
+ * duplicates happened, then anything that went wrong.
+ */
 export function describeVerification(
-  verification: Verification,
+  run: RunVerification,
   context: { readonly killedWorkerId: string | null; readonly checkpointIntervalMs: number },
 ): string[] {
+  const verification = run.total;
   const { duplicateCauses: causes } = verification;
-  const lines = [
-    `produced ${verification.produced}, processed ${verification.processed}, lost ${verification.lost}, ` +
-      `per-key order violations ${verification.orderViolations}, duplicates ${verification.duplicates}`,
-  ];
+  const lines =
+    run.streams.length === 0
+      ? [countsOf(verification)]
+      : [
+          `${run.streams.length} streams: ${countsOf(verification)}`,
+          ...run.streams.map((stream) => `  ${stream.name}: ${countsOf(stream.verification)}`),
+        ];
   if (verification.duplicates === 0) {
     lines.push('  no record was processed twice: every lease changed hands after its last checkpoint');
   }
@@ -215,7 +318,7 @@ export function describeVerification(
   }
   if (verification.lost > 0)
     lines.push(
-      `  LOST: ${verification.lost} records were never processed, e.g. ${verification.examples.lost.map((index) => `r-${index}`).join(', ')}`,
+      `  LOST: ${verification.lost} records were never processed, e.g. ${verification.examples.lost.join(', ')}`,
     );
   for (const example of verification.examples.orderViolations) lines.push(`  ORDER: ${example}`);
   if (verification.unexpected > 0)

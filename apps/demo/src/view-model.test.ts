@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import type { ShardInfo } from './demo-stream.js';
+import type { ShardInfo, ShardRef } from './demo-stream.js';
 import type { FleetWorker } from './fleet.js';
 import { DemoViewModel, type FleetState, type ViewFrame } from './view-model.js';
 
 const HALF = 2n ** 127n;
-const SHARDS: ShardInfo[] = [
+const SHARDS: (ShardInfo & ShardRef)[] = [
   {
     shardId: 'shardId-000000000001',
     parentShardIds: [],
     startingHashKey: HALF,
     endingHashKey: 2n * HALF - 1n,
     closed: false,
+    streamName: null,
   },
   {
     shardId: 'shardId-000000000000',
@@ -18,22 +19,24 @@ const SHARDS: ShardInfo[] = [
     startingHashKey: 0n,
     endingHashKey: HALF - 1n,
     closed: false,
+    streamName: null,
   },
 ];
 
+/** A worker holding the leases `leaseKeys` (bare shard ids, or multi-stream keys). */
 function worker(
   workerId: string,
   lifecycle: FleetWorker['lifecycle'],
-  shardIds: readonly string[],
+  leaseKeys: readonly string[],
 ): FleetWorker {
   return {
     workerId,
     outputFile: `${workerId}.jsonl`,
     lifecycle,
-    leases: shardIds.map((shardId) => ({
-      leaseKey: shardId,
-      shardId,
-      streamIdentifier: null,
+    leases: leaseKeys.map((leaseKey) => ({
+      leaseKey,
+      shardId: leaseKey.slice(leaseKey.lastIndexOf(':') + 1),
+      streamIdentifier: leaseKey.includes(':') ? leaseKey.slice(0, leaseKey.lastIndexOf(':')) : null,
       state: 'processing',
       checkpoint: '1',
       millisBehindLatest: 0,
@@ -47,7 +50,9 @@ function worker(
   };
 }
 
-function fleetOf(...workers: FleetWorker[]): FleetState & { readonly workers: Map<string, FleetWorker> } {
+function fleetOf(
+  ...workers: FleetWorker[]
+): FleetState & { readonly workers: Map<string, FleetWorker>; peakLag: FleetState['peakLag'] } {
   return {
     workers: new Map(workers.map((each) => [each.workerId, each])),
     peakLag: () => 0,
@@ -57,14 +62,14 @@ function fleetOf(...workers: FleetWorker[]): FleetState & { readonly workers: Ma
   };
 }
 
-const frame = (written: number): ViewFrame => ({
+const frame = (written: number, shards: ViewFrame['shards'] = SHARDS): ViewFrame => ({
   header: ['kcl demo'],
   elapsedMs: 1_000,
   durationMs: 10_000,
   phase: 'producing',
   next: null,
   written,
-  shards: SHARDS,
+  shards,
 });
 
 describe('DemoViewModel', () => {
@@ -72,8 +77,24 @@ describe('DemoViewModel', () => {
     const viewModel = new DemoViewModel();
     const fleet = fleetOf(worker('w1', 'running', ['shardId-000000000000', 'shardId-000000000001']));
     expect(viewModel.snapshot(fleet, frame(0), 1_000).shards).toEqual([
-      { shard: 'shard-0', keys: '0–50%', owner: 'w1', state: 'processing', lagMs: 0, parents: [] },
-      { shard: 'shard-1', keys: '50–100%', owner: 'w1', state: 'processing', lagMs: 0, parents: [] },
+      {
+        stream: null,
+        shard: 'shard-0',
+        keys: '0–50%',
+        owner: 'w1',
+        state: 'processing',
+        lagMs: 0,
+        parents: [],
+      },
+      {
+        stream: null,
+        shard: 'shard-1',
+        keys: '50–100%',
+        owner: 'w1',
+        state: 'processing',
+        lagMs: 0,
+        parents: [],
+      },
     ]);
 
     fleet.workers.set('w1', worker('w1', 'killed', []));
@@ -93,6 +114,36 @@ describe('DemoViewModel', () => {
         processed: 10,
         note: 'kill -9 at 00:01',
       },
+    ]);
+  });
+
+  it('tells the shards of several streams apart by the stream their lease keys name', () => {
+    const keyOf = (stream: string, shardId: string): string => `000000000000:${stream}:1700000000:${shardId}`;
+    // The same shard ids in two streams, listed stream by stream.
+    const shards = [
+      ...SHARDS.map((shard) => ({ ...shard, streamName: 'kcl-demo-1' })),
+      ...SHARDS.map((shard) => ({ ...shard, streamName: 'kcl-demo-2' })),
+    ];
+    const viewModel = new DemoViewModel();
+    const fleet = fleetOf(
+      worker('w1', 'running', [
+        keyOf('kcl-demo-1', 'shardId-000000000000'),
+        keyOf('kcl-demo-2', 'shardId-000000000001'),
+      ]),
+      worker('w2', 'running', [keyOf('kcl-demo-2', 'shardId-000000000000')]),
+    );
+    fleet.peakLag = (leaseKey) => (leaseKey === keyOf('kcl-demo-2', 'shardId-000000000000') ? 2_000 : 0);
+    viewModel.shardEnded(keyOf('kcl-demo-1', 'shardId-000000000001'));
+    const snapshot = viewModel.snapshot(fleet, frame(0, shards), 1_000);
+    expect(snapshot.shards.map((row) => [row.stream, row.shard, row.owner, row.state, row.lagMs])).toEqual([
+      ['demo-1', 'shard-0', 'w1', 'processing', 0],
+      ['demo-1', 'shard-1', null, 'ended', null],
+      ['demo-2', 'shard-0', 'w2', 'processing', 2_000],
+      ['demo-2', 'shard-1', 'w1', 'processing', 0],
+    ]);
+    expect(snapshot.workers.map((row) => row.leases)).toEqual([
+      ['demo-1/shard-0', 'demo-2/shard-1'],
+      ['demo-2/shard-0'],
     ]);
   });
 

@@ -1,6 +1,15 @@
 import { describeLeaseStoreLocation, type LeaseStoreLocation } from '@kcl/stores';
 import type { DemoOptions } from './demo-options.js';
-import { hashRangeLabel, type ShardInfo, shortShardId } from './demo-stream.js';
+import {
+  hashRangeLabel,
+  leaseLabel,
+  type ShardInfo,
+  type ShardRef,
+  shardKey,
+  shardOfLeaseKey,
+  shortShardId,
+  shortStreamName,
+} from './demo-stream.js';
 import type { Fleet } from './fleet.js';
 import {
   formatClock,
@@ -31,20 +40,21 @@ const EVENTS_KEPT = 200;
 /** What the run knows at the moment of a frame, beside the fleet. */
 export interface ViewFrame
   extends Pick<ViewSnapshot, 'header' | 'elapsedMs' | 'durationMs' | 'phase' | 'next' | 'written'> {
-  /** The stream's shards, as last listed. */
-  readonly shards: readonly ShardInfo[];
+  /** The shards of every stream, as last listed, each with its stream (null when the demo reads one). */
+  readonly shards: readonly (ShardInfo & ShardRef)[];
 }
 
 /** The header of the view: the fleet and its store, the timings, the script. */
 export function demoHeader(run: {
-  readonly options: Pick<DemoOptions, 'workers' | 'shards'>;
+  readonly options: Pick<DemoOptions, 'workers' | 'streams' | 'shards'>;
   readonly timing: DemoTiming;
   readonly timeline: readonly TimelineStep[];
   readonly store: LeaseStoreLocation;
 }): string[] {
   const { options, timing } = run;
   return [
-    `kcl demo — ${formatQuantity(options.workers, 'worker')} on ${formatQuantity(options.shards, 'shard')}, lease store: ${describeLeaseStoreLocation(run.store)}`,
+    `kcl demo — ${formatQuantity(options.workers, 'worker')} on ${options.streams === 1 ? '' : `${options.streams} streams of `}` +
+      `${formatQuantity(options.shards, 'shard')}, lease store: ${describeLeaseStoreLocation(run.store)}`,
     `timings: lease renew ${timing.leaseRenewIntervalMs / 1000} s, expiry ${timing.leaseExpiryMs / 1000} s, ` +
       `rebalance ${timing.rebalanceIntervalMs / 1000} s, poll ${timing.pollIntervalMs} ms ` +
       `(up to ${timing.maxRecords} records), checkpoint every ${timing.checkpointIntervalMs / 1000} s`,
@@ -76,8 +86,8 @@ export class DemoViewModel {
   }
 
   /** A shard processed to its end (or whose finished lease was deleted): shown as ended once nobody holds it. */
-  shardEnded(shardId: string): void {
-    this.#endedShards.add(shardId);
+  shardEnded(leaseKey: string): void {
+    this.#endedShards.add(shardKey(shardOfLeaseKey(leaseKey)));
   }
 
   snapshot(fleet: FleetState, frame: ViewFrame, now: number): ViewSnapshot {
@@ -110,7 +120,7 @@ export class DemoViewModel {
     return [...fleet.workers.values()].map((worker) => ({
       workerId: worker.workerId,
       state: worker.lifecycle,
-      leases: worker.leases.map((lease) => shortShardId(lease.shardId)),
+      leases: worker.leases.map((lease) => leaseLabel(lease.leaseKey)),
       recordsPerSecond:
         worker.lifecycle === 'running' || worker.lifecycle === 'stopping'
           ? fleet.rate(worker.workerId)
@@ -120,14 +130,15 @@ export class DemoViewModel {
     }));
   }
 
-  #shardRows(fleet: FleetState, shards: readonly ShardInfo[], now: number): ShardRow[] {
+  #shardRows(fleet: FleetState, shards: readonly (ShardInfo & ShardRef)[], now: number): ShardRow[] {
     const owners = new Map<string, { workerId: string; state: string; lagMs: number | null }>();
     for (const worker of fleet.workers.values()) {
       if (worker.lifecycle !== 'running' && worker.lifecycle !== 'stopping') continue;
       for (const lease of worker.leases) {
         // The lag shown is the largest of the last 2 s, so a backlog read in one call still shows.
-        const recentPeak = fleet.peakLag(lease.shardId, now - 2_000);
-        owners.set(lease.shardId, {
+        const recentPeak = fleet.peakLag(lease.leaseKey, now - 2_000);
+        const key = shardKey(shardOfLeaseKey(lease.leaseKey));
+        owners.set(key, {
           workerId: worker.workerId,
           state: STATE_LABELS[lease.state] ?? lease.state,
           lagMs:
@@ -135,28 +146,36 @@ export class DemoViewModel {
               ? null
               : Math.max(lease.millisBehindLatest ?? 0, recentPeak),
         });
-        this.#lastOwner.set(lease.shardId, worker.workerId);
+        this.#lastOwner.set(key, worker.workerId);
       }
     }
+    // Streams in the order listed, each stream's shards in shard order.
+    const streamOrder = [...new Set(shards.map((shard) => shard.streamName))];
     return [...shards]
-      .sort((a, b) => shardNumber(a.shardId) - shardNumber(b.shardId))
+      .sort(
+        (a, b) =>
+          streamOrder.indexOf(a.streamName) - streamOrder.indexOf(b.streamName) ||
+          shardNumber(a.shardId) - shardNumber(b.shardId),
+      )
       .map((shard) => {
-        const owner = owners.get(shard.shardId);
+        const key = shardKey(shard);
+        const owner = owners.get(key);
         return {
+          stream: shard.streamName === null ? null : shortStreamName(shard.streamName),
           shard: shortShardId(shard.shardId),
           keys: hashRangeLabel(shard),
           owner: owner?.workerId ?? null,
-          state: owner?.state ?? this.#unownedState(fleet, shard.shardId),
+          state: owner?.state ?? this.#unownedState(fleet, key),
           lagMs: owner?.lagMs ?? null,
           parents: shard.parentShardIds.map(shortShardId),
         };
       });
   }
 
-  /** Why a shard has no owner: it ended, its last owner was killed, or released it. */
-  #unownedState(fleet: FleetState, shardId: string): string {
-    if (this.#endedShards.has(shardId)) return 'ended';
-    const last = this.#lastOwner.get(shardId);
+  /** Why a shard (by `shardKey`) has no owner: it ended, its last owner was killed, or released it. */
+  #unownedState(fleet: FleetState, key: string): string {
+    if (this.#endedShards.has(key)) return 'ended';
+    const last = this.#lastOwner.get(key);
     const lastWorker = last === undefined ? undefined : fleet.workers.get(last);
     if (lastWorker?.lifecycle === 'killed')
       return `no owner (${last} was killed; waiting for its lease to expire)`;

@@ -31,7 +31,8 @@ export function maxRecordsFor(rate: number, shards: number): number {
 export interface DemoWorkerConfig {
   readonly workerId: string;
   readonly applicationName: string;
-  readonly streamName: string;
+  /** The streams to read: one (`streamName`, single-stream lease keys) or several (`streams`, multi-stream mode). */
+  readonly streams: readonly string[];
   /** The Kinesis emulator: endpoint, region and the credentials it accepts. */
   readonly kinesis: {
     readonly endpoint: string;
@@ -51,8 +52,10 @@ export interface DemoWorkerConfig {
 export interface ProcessedLine {
   /** worker id */
   readonly w: string;
-  /** shard id */
+  /** lease key: the shard id with one stream, `account:stream:creationEpoch:shardId` with several */
   readonly s: string;
+  /** the stream's name, when the demo reads several */
+  readonly n?: string;
   /** sequence number */
   readonly q: string;
   /** partition key */
@@ -74,7 +77,7 @@ export type WorkerMessage =
       readonly processed: number;
       readonly leases: readonly LeaseStatus[];
       /**
-       * Per shard, the largest `millisBehindLatest` of the batches delivered since the last status: a
+       * Per lease key, the largest `millisBehindLatest` of the batches delivered since the last status: a
        * backlog is often read in one call, so the current value alone would rarely show it.
        */
       readonly peakLagMs: Readonly<Record<string, number>>;

@@ -50,8 +50,11 @@ async function main(): Promise<void> {
   });
   let processed = 0;
   const peakLag = new Map<string, number>();
+  // One stream keeps the single-stream lease keys (bare shard ids); several share one lease table,
+  // with keys that name their stream.
+  const multiStream = config.streams.length !== 1;
   const consumer = createConsumer({
-    streamName: config.streamName,
+    ...(multiStream ? { streams: config.streams } : { streamName: config.streams[0]! }),
     applicationName: config.applicationName,
     workerId: config.workerId,
     kinesis,
@@ -71,16 +74,17 @@ async function main(): Promise<void> {
     kinesisRetry: timing.kinesisRetry,
     logger,
     onEvent: (event) => send({ type: 'event', at: preciseNow(), event: toWorkerEvent(event) }),
-    processor: (shardId) => {
+    processor: (_shardId, { leaseKey, stream }) => {
       let lastCheckpointAt = systemClock.monotonicNow();
       return {
         async processRecords({ records, checkpointer, millisBehindLatest }) {
-          peakLag.set(shardId, Math.max(peakLag.get(shardId) ?? 0, millisBehindLatest));
+          peakLag.set(leaseKey, Math.max(peakLag.get(leaseKey) ?? 0, millisBehindLatest));
           if (records.length > 0) {
             const lines = records.map((record) =>
               JSON.stringify({
                 w: config.workerId,
-                s: shardId,
+                s: leaseKey,
+                ...(multiStream ? { n: stream.name } : {}),
                 q: record.sequenceNumber,
                 k: record.partitionKey,
                 d: Buffer.from(record.data).toString(),
@@ -107,7 +111,7 @@ async function main(): Promise<void> {
                   event: {
                     type: 'checkpoint-failed',
                     workerId: config.workerId,
-                    leaseKey: shardId,
+                    leaseKey,
                     error: error instanceof Error ? error.message : String(error),
                   },
                 });

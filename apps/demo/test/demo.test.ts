@@ -88,6 +88,41 @@ describe('the demo, as a user runs it', () => {
     expect(existsSync(runDirectory)).toBe(false);
   });
 
+  it('reads several streams as one application and verifies each stream and the total', {
+    timeout: 150_000,
+  }, async () => {
+    const run = startDemo(['--duration', '20', '--streams', '2', '--shards', '2', '--no-tty']);
+    const { code } = await run.exit;
+    const output = run.output();
+    const total =
+      /^2 streams: produced (\d+), processed \1, lost 0, per-key order violations 0, duplicates (\d+)$/m.exec(
+        output,
+      );
+    expect(total, output).not.toBeNull();
+    const perStream = ['kcl-demo-1', 'kcl-demo-2'].map((stream) => {
+      const match = new RegExp(
+        `^  ${stream}: produced (\\d+), processed \\1, lost 0, per-key order violations 0, duplicates (\\d+)$`,
+        'm',
+      ).exec(output);
+      expect(match, output).not.toBeNull();
+      return { produced: Number(match?.[1]), duplicates: Number(match?.[2]) };
+    });
+    // The total is the sum of the streams, and each stream got its share of the records.
+    expect(perStream[0]!.produced + perStream[1]!.produced).toBe(Number(total?.[1]));
+    expect(perStream[0]!.duplicates + perStream[1]!.duplicates).toBe(Number(total?.[2]));
+    for (const stream of perStream) expect(stream.produced).toBeGreaterThan(20 * 100 * 0.6);
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^verified: no record lost on any of the 2 streams/m);
+    // Both streams got leases keyed by their stream, and the shards show which stream they belong to.
+    expect(output).toMatch(/created the initial leases .*demo-1\/shard-\d/);
+    expect(output).toMatch(/created the initial leases .*demo-2\/shard-\d/);
+    expect(output).toMatch(/^\[\d\d:\d\d\.\d\] shards: demo-1\/shard-0 /m);
+    // The split happens on the first stream, the merge on the last.
+    expect(output).toMatch(/\] split demo-1\/shard-\d+/);
+    expect(output).toMatch(/\] merge demo-2\/shard-\d+ \+ demo-2\/shard-\d+/);
+    expect(output, output).not.toMatch(/unexpected/);
+  });
+
   it('cleans up on Ctrl-C: workers and emulator stopped, the run directory removed', {
     timeout: 90_000,
   }, async () => {
@@ -110,12 +145,13 @@ describe('the demo, as a user runs it', () => {
   });
 
   it('rejects invalid options with every problem and exit status 2', async () => {
-    const run = startDemo(['--workers', '0', '--store', 'redis', '--fast']);
+    const run = startDemo(['--workers', '0', '--streams', '0', '--store', 'redis', '--fast']);
     const { code } = await run.exit;
     expect(code).toBe(2);
     expect(run.output()).toContain('kcl demo: invalid options:');
     expect(run.output()).toContain('  - unknown option --fast');
     expect(run.output()).toContain('  - --workers must be a whole number from 2 to 10 (got "0")');
+    expect(run.output()).toContain('  - --streams must be a whole number from 1 to 8 (got "0")');
     expect(run.output()).toContain('  - --store must be one of sqlite, postgres, dynamo-local (got "redis")');
   });
 });
