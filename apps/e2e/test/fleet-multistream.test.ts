@@ -274,6 +274,13 @@ function describeMultiStreamFleet(name: string, setup: () => Promise<StoreUnderT
       const deletedAfterMs = Math.min(...deletions.map((event) => event.at)) - removedAt;
       expect(deletedAfterMs).toBeGreaterThanOrEqual(FORMER_WAIT_MS);
 
+      // Records still flow on the two listed streams: the late joiner processes its share of them (a
+      // lease of the removed stream it may have taken first has nothing more to read).
+      await waitFor(
+        () => fleet.processed().some((line) => line.w === 'w4' && line.st !== b),
+        20_000,
+        'the late joiner processing records',
+      );
       for (const producer of producers.values()) await producer.stop();
       await waitFor(
         () =>
@@ -304,14 +311,12 @@ function describeMultiStreamFleet(name: string, setup: () => Promise<StoreUnderT
           orderViolations: 0,
         });
       }
-      expect(stream.writtenTo(b).length).toBeGreaterThan(AFTER_REMOVAL);
       // Records processed twice: only what a worker had processed and not checkpointed when it lost the
       // lease without handing it over — killed, or its renewals kept from the store past the expiry.
       const repeats = classifyRepeats(processed, fleet.events, { workerId: 'w2', at: killedAt });
       expect(repeats.unexplained.slice(0, 5), `${repeats.unexplained.length} unexplained repeats`).toEqual(
         [],
       );
-      expect(processed.some((line) => line.w === 'w4')).toBe(true);
 
       // Both reshards were followed: the split parent and the merge's parents ended.
       const ended = new Set(
