@@ -3,8 +3,9 @@
 // JSON-lines file *before* checkpointing (so a kill -9 never hides a processed record), each batch's
 // start and end to a second one once the batch is over (checkpointed or not), and prints its events as
 // JSON lines on stdout. It checkpoints in shutdownRequested, so a graceful stop or a hand-off leaves
-// nothing to process again. SIGTERM stops it gracefully; SIGKILL is a crash.
-import { appendFileSync } from 'node:fs';
+// nothing to process again. SIGTERM stops it gracefully; SIGKILL is a crash. It reads one stream, or
+// several: a fixed list, or the list in a JSON file the test rewrites while the fleet runs.
+import { appendFileSync, readFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { type ConsumerOptions, createConsumer, stopOnSignals } from '@kcl/consumer';
 import { createLineLogger } from '@kcl/core';
@@ -12,10 +13,35 @@ import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { openStore, type StoreConfig } from './store-config.js';
 
+/** A stream of a multi-stream worker, as JSON carries it (an initial position by name). */
+export type WorkerStreamConfig =
+  | string
+  | { readonly streamName: string; readonly initialPosition?: 'TRIM_HORIZON' | 'LATEST' };
+
+/**
+ * Several streams for one worker: a fixed list, or a JSON file holding an array of
+ * `WorkerStreamConfig` that a `streamTracker` reads at every stream sync (the test rewrites it to add
+ * and remove streams while the fleet runs; a rename keeps each read whole).
+ */
+export type WorkerMultiStream = (
+  | { readonly list: readonly WorkerStreamConfig[] }
+  | { readonly trackerFile: string }
+) & {
+  readonly streamSyncIntervalMs: number;
+  readonly formerStreams:
+    | { readonly strategy: 'none' }
+    | { readonly strategy: 'auto'; readonly waitMs: number };
+};
+
 export interface WorkerProcessConfig {
   readonly workerId: string;
   readonly applicationName: string;
-  readonly streamName: string;
+  /** The one stream the worker reads; give this or `streams`. */
+  readonly streamName?: string;
+  /** The streams the worker reads when it reads several. */
+  readonly streams?: WorkerMultiStream;
+  /** Where shards without a checkpoint start (a stream's own setting goes first). Default TRIM_HORIZON. */
+  readonly initialPosition?: 'TRIM_HORIZON' | 'LATEST';
   readonly kinesisEndpoint: string;
   readonly store: StoreConfig;
   readonly outputFile: string;
@@ -31,6 +57,8 @@ export interface WorkerProcessConfig {
 /** One line of the output file. */
 export interface ProcessedLine {
   readonly w: string;
+  /** The stream's name (the processor context's `stream.name`). */
+  readonly st: string;
   readonly s: string;
   readonly q: string;
   readonly k: string;
@@ -41,6 +69,8 @@ export interface ProcessedLine {
 /** One line of the batch file: one `processRecords` call with records, from its start to its end. */
 export interface BatchLine {
   readonly w: string;
+  /** The stream's name. */
+  readonly st: string;
   readonly s: string;
   /** Records in the batch. */
   readonly n: number;
@@ -65,25 +95,26 @@ async function main(): Promise<void> {
     fields: { workerId: config.workerId },
   });
   const consumer = createConsumer({
-    streamName: config.streamName,
+    ...streamOptions(config),
     applicationName: config.applicationName,
     workerId: config.workerId,
     kinesis,
     leaseStore: store,
-    initialPosition: 'TRIM_HORIZON',
+    initialPosition: config.initialPosition ?? 'TRIM_HORIZON',
     ...config.timing,
     ...config.consumer,
     logger,
     onEvent: (event) => {
       process.stdout.write(`${JSON.stringify({ ...event, at: now(), error: undefined })}\n`);
     },
-    processor: (shardId) => ({
+    processor: (shardId, { stream }) => ({
       async processRecords({ records, checkpointer }) {
         if (records.length === 0) return;
         const start = now();
         const lines = records.map((record) =>
           JSON.stringify({
             w: config.workerId,
+            st: stream.name,
             s: shardId,
             q: record.sequenceNumber,
             k: record.partitionKey,
@@ -99,10 +130,17 @@ async function main(): Promise<void> {
           // shutdownRequested's) rather than thrown, which would make the runtime deliver the batch
           // again. A lost lease ends the delivery all the same.
           process.stderr.write(
-            `worker ${config.workerId}: checkpoint failed on ${shardId}: ${String(error)}\n`,
+            `worker ${config.workerId}: checkpoint failed on ${stream.name}/${shardId}: ${String(error)}\n`,
           );
         } finally {
-          const batch: BatchLine = { w: config.workerId, s: shardId, n: records.length, start, end: now() };
+          const batch: BatchLine = {
+            w: config.workerId,
+            st: stream.name,
+            s: shardId,
+            n: records.length,
+            start,
+            end: now(),
+          };
           appendFileSync(config.batchFile, `${JSON.stringify(batch)}\n`);
         }
       },
@@ -125,6 +163,24 @@ async function main(): Promise<void> {
   });
   kinesis.destroy();
   await close();
+}
+
+/** The consumer options that name what the worker reads. */
+function streamOptions(
+  config: WorkerProcessConfig,
+): Pick<
+  ConsumerOptions,
+  'streamName' | 'streams' | 'streamTracker' | 'streamSyncIntervalMs' | 'formerStreams'
+> {
+  const multi = config.streams;
+  if (multi === undefined) return { streamName: config.streamName ?? '' };
+  const common = { streamSyncIntervalMs: multi.streamSyncIntervalMs, formerStreams: multi.formerStreams };
+  if ('list' in multi) return { streams: multi.list, ...common };
+  const file = multi.trackerFile;
+  return {
+    streamTracker: { streams: () => JSON.parse(readFileSync(file, 'utf8')) as WorkerStreamConfig[] },
+    ...common,
+  };
 }
 
 main().catch((error: unknown) => {

@@ -74,8 +74,12 @@ export class FleetHarness {
       readonly dir: string;
       readonly store: StoreConfig;
       readonly kinesisEndpoint: string;
-      readonly streamName: string;
       readonly applicationName: string;
+      /** The one stream the workers read… */
+      readonly streamName?: string;
+      /** …or several. */
+      readonly streams?: WorkerProcessConfig['streams'];
+      readonly initialPosition?: WorkerProcessConfig['initialPosition'];
       readonly timing?: WorkerProcessConfig['timing'];
       /** Consumer options for every worker beyond the timings. */
       readonly consumer?: WorkerProcessConfig['consumer'];
@@ -98,7 +102,12 @@ export class FleetHarness {
     const config: WorkerProcessConfig = {
       workerId,
       applicationName: this.options.applicationName,
-      streamName: this.options.streamName,
+      ...(this.options.streams === undefined
+        ? { streamName: this.options.streamName ?? '' }
+        : { streams: this.options.streams }),
+      ...(this.options.initialPosition === undefined
+        ? {}
+        : { initialPosition: this.options.initialPosition }),
       kinesisEndpoint: this.options.kinesisEndpoint,
       store,
       outputFile,
@@ -182,12 +191,15 @@ export class FleetHarness {
     return [...this.#batches.values()].flatMap((file) => [...file.read()]);
   }
 
-  /** The times two workers processed one shard at once (`concurrentOwners` over every batch). */
+  /**
+   * The times two workers processed one shard at once (`concurrentOwners` over every batch). A shard
+   * is named `stream/shardId`: shard ids repeat from one stream to the next.
+   */
   concurrentOwners(): string[] {
     return concurrentOwners(
       this.batches().map((batch) => ({
         workerId: batch.w,
-        shardId: batch.s,
+        shardId: `${batch.st}/${batch.s}`,
         startedAt: batch.start,
         endedAt: batch.end,
       })),
@@ -202,11 +214,14 @@ export class FleetHarness {
     return count;
   }
 
-  /** How many distinct records were processed. */
-  distinctCount(): number {
+  /** How many distinct records were processed (of one stream, when `streamName` is given). */
+  distinctCount(streamName?: string): number {
     this.processed();
     const seen = new Set<string>();
-    for (const output of this.#outputs.values()) for (const line of output.lines) seen.add(line.d);
+    for (const output of this.#outputs.values()) {
+      for (const line of output.lines)
+        if (streamName === undefined || line.st === streamName) seen.add(line.d);
+    }
     return seen.size;
   }
 

@@ -12,10 +12,19 @@ import {
 
 export { byHashKey } from '@kcl/testkit/kinesis';
 
+export interface WrittenRecord {
+  readonly streamName: string;
+  readonly partitionKey: string;
+  readonly data: string;
+}
+
 export interface TestStream {
   readonly emulator: RunningEmulator;
   readonly client: KinesisClient;
-  readonly written: Array<{ readonly partitionKey: string; readonly data: string }>;
+  /** Every record written, in write order, with the stream it went to. */
+  readonly written: WrittenRecord[];
+  /** The records written to one stream, in write order. */
+  writtenTo(name: string): WrittenRecord[];
   create(name: string, shards: number): Promise<void>;
   /** Writes `count` records in batches holding each of `keys` partition keys at most once (so per-key order = write order). */
   produce(name: string, count: number, keys: number): Promise<void>;
@@ -31,21 +40,26 @@ export async function startTestStream(): Promise<TestStream> {
     durations: { createStream: 50, splitShard: 100, mergeShards: 100, updateShardCount: 100 },
   });
   const client = localKinesisClient(emulator);
-  const written: Array<{ partitionKey: string; data: string }> = [];
+  const written: WrittenRecord[] = [];
+  let nextIndex = 0;
   return {
     emulator,
     client,
     written,
+    writtenTo: (name) => written.filter((record) => record.streamName === name),
     create: (name, shards) => createStream(client, name, shards),
     async produce(name, count, keys) {
       const batchSize = Math.min(keys, 100);
       for (let start = 0; start < count; start += batchSize) {
+        // Indices are taken before the write: producers of several streams may write at once.
+        const first = nextIndex;
         const batch = Array.from({ length: Math.min(batchSize, count - start) }, (_, offset) => {
-          const index = written.length + offset;
+          const index = first + offset;
           return { partitionKey: `key-${index % keys}`, data: `r-${index}` };
         });
+        nextIndex += batch.length;
         await putRecords(client, name, batch, { batchSize });
-        written.push(...batch);
+        written.push(...batch.map((record) => ({ streamName: name, ...record })));
       }
     },
     openShards: (name) => openShards(client, name),
