@@ -202,7 +202,7 @@ describe('createSqlLeaseStore', () => {
     });
     expect(store.specificationVersion).toBe('v2');
     expect(store.applicationName).toBe('billing');
-    expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true });
+    expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true, sessionLiveness: false });
     expect(store.flavor).toBe('mysql');
     expect(store.description).toBe('MySQL/MariaDB table "leases" (application "billing")');
   });

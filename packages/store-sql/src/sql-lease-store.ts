@@ -54,7 +54,7 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     applicationName,
     // MySQL needs four round trips for a batch (begin, locking read, update, commit), still one
     // UPDATE statement and a constant number of round trips for any number of leases.
-    capabilities: { batchRenew: true, consistentReads: true },
+    capabilities: { batchRenew: true, consistentReads: true, sessionLiveness: false },
     description,
     flavor: flavor.name,
     tableNames,

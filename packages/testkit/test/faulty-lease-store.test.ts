@@ -56,4 +56,23 @@ describe('createFaultyLeaseStore', () => {
     await listing;
     expect(done).toBe(true);
   });
+
+  it('passes sessions through, and injects faults into their calls too', async () => {
+    const store = createFaultyLeaseStore(
+      createMemoryLeaseStore({ applicationName: 'faults', sessions: true }),
+    );
+    expect(store.capabilities.sessionLiveness).toBe(true);
+    const session = await store.workers.attachSession?.('w');
+    store.faults.failNext(1, { operations: ['session.check'] });
+    await expect(session?.check()).rejects.toMatchObject({ code: 'LEASE_STORE_UNAVAILABLE' });
+    expect(await session?.check()).toBe(true);
+    store.faults.failNext(1, { operations: ['workers.liveSessions'] });
+    await expect(store.workers.liveSessions?.(['w'])).rejects.toBeInstanceOf(LeaseStoreError);
+    expect(await store.workers.liveSessions?.(['w'])).toEqual(new Set(['w']));
+    await session?.close();
+    expect(store.faults.calls('session.check')).toBe(2);
+    expect(store.faults.calls('session.close')).toBe(1);
+    expect(await store.inner.workers.liveSessions?.(['w'])).toEqual(new Set());
+    expect(setup().capabilities.sessionLiveness).toBe(false);
+  });
 });
