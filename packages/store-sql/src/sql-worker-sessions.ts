@@ -140,7 +140,7 @@ class SqlWorkerSession implements WorkerSession {
           tables: this.#context.tables,
         });
       }
-      held = false;
+      held = await this.#settle();
     }
     if (!held && this.#state === 'open') {
       // The connection broke or the server ended the session: nothing is left to release.
@@ -170,8 +170,23 @@ class SqlWorkerSession implements WorkerSession {
     try {
       if (await this.#handle.unlock()) return;
     } catch (error) {
-      if (classifySqlError(error) === 'unavailable') return;
+      if (classifySqlError(error) === 'unavailable') {
+        await this.#settle();
+        return;
+      }
     }
     await this.#handle.endSession().catch(() => undefined);
+    await this.#settle();
+  }
+
+  /**
+   * After the connection failed: one more statement on it, so the driver sees it gone before it goes
+   * back to the pool. (pg fails the statement that receives the server's "terminating connection"
+   * at once, but marks the client unusable only when the socket closes a moment later; a client
+   * released in between would go back to the pool and fail the next caller's query.) Whether the lock
+   * is still held, in the unlikely case the connection turns out fine.
+   */
+  #settle(): Promise<boolean> {
+    return this.#handle.holds().catch(() => false);
   }
 }

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnyKysely, SqlLeaseStore } from '../src/index.js';
 import { createSqlLeaseStore } from '../src/index.js';
+import { mysqlSessionLockName } from '../src/mysql/mysql-sessions.js';
 import { postgresSessionKeys } from '../src/postgres/postgres-sessions.js';
 import type { TestDatabase } from './test-databases.js';
 import { checkDialects, mysqlDialect, postgresDialect } from './test-databases.js';
@@ -70,6 +71,43 @@ for (const dialect of [postgresDialect, mysqlDialect]) {
       await expect(store.workers.attachSession?.('pool-worker')).rejects.toThrow(
         /after the store was closed/,
       );
+    });
+
+    it('gives back no broken connection when the server ended the session', async () => {
+      const db = database.connect({ poolSize: 2 });
+      const store = storeOn(db, 'ended');
+      for (let round = 0; round < 20; round++) {
+        const session = await store.workers.attachSession?.('ended-worker');
+        const scope = { tables: store.tableNames, applicationName: 'ended' };
+        const kill = async (): Promise<void> => {
+          if (dialect.flavor === 'postgres') {
+            const { classId, objectId } = postgresSessionKeys(scope, 'ended-worker');
+            await sql`select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory'
+              and classid = ${classId}::int8::oid and objid = ${objectId}::int8::oid and objsubid = 2`.execute(
+              database.db,
+            );
+            return;
+          }
+          const name = mysqlSessionLockName(
+            new URL(database.location).pathname.slice(1),
+            scope,
+            'ended-worker',
+          );
+          const { rows } = await sql<{ id: number }>`select is_used_lock(${name}) as id`.execute(database.db);
+          await sql`kill ${sql.lit(Number(rows[0]?.id))}`.execute(database.db);
+        };
+        // check() runs back to back while the server ends the session, so one is in flight then.
+        const killed = kill();
+        let checks = 0;
+        while ((await session?.check()) === true) checks += 1;
+        await killed;
+        expect(checks).toBeLessThan(1_000);
+        // Straight away, on the same pool of two: every call finds a working connection.
+        for (let call = 0; call < 4; call++) {
+          expect(await store.workers.liveSessions?.(['ended-worker'])).toEqual(new Set());
+        }
+      }
+      await store.close();
     });
 
     it('leaves no session behind when the call was aborted while it attached', async () => {
