@@ -75,4 +75,15 @@ describe('createFaultyLeaseStore', () => {
     expect(await store.inner.workers.liveSessions?.(['w'])).toEqual(new Set());
     expect(setup().capabilities.sessionLiveness).toBe(false);
   });
+
+  it('closes a session whose answer it loses, so the worker can attach again', async () => {
+    const store = createFaultyLeaseStore(
+      createMemoryLeaseStore({ applicationName: 'faults', sessions: true }),
+    );
+    store.faults.loseResponseNext(1, ['workers.attachSession']);
+    await expect(store.workers.attachSession?.('w')).rejects.toMatchObject({ retryable: true });
+    expect(await store.workers.liveSessions?.(['w'])).toEqual(new Set());
+    const session = await store.workers.attachSession?.('w');
+    expect(await session?.check()).toBe(true);
+  });
 });
