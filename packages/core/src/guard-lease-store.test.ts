@@ -5,9 +5,10 @@ import {
   guardLeaseStore,
   interceptLeaseStore,
   LEASE_STORE_OPERATIONS,
+  SESSION_LIVENESS_OPERATIONS,
   StoreCallAbortedError,
 } from './guard-lease-store.js';
-import type { LeaseStore } from './lease-store.js';
+import type { LeaseStore, WorkerRegistry, WorkerSession } from './lease-store.js';
 
 /** A store whose every call answers with `answer(operation, args)`. */
 function fakeStore(answer: (operation: string, args: unknown[]) => Promise<unknown>): LeaseStore {
@@ -18,7 +19,7 @@ function fakeStore(answer: (operation: string, args: unknown[]) => Promise<unkno
   return {
     specificationVersion: 'v2',
     applicationName: 'app',
-    capabilities: { batchRenew: false, consistentReads: true },
+    capabilities: { batchRenew: false, consistentReads: true, sessionLiveness: false },
     description: 'fake store',
     leases: role('leases', [
       'list',
@@ -108,6 +109,115 @@ describe('guardLeaseStore', () => {
       ['leases.renew', ['a', 3, { signal }]],
       ['workers.heartbeat', ['w', undefined]],
     ]);
+  });
+});
+
+/** `fakeStore` with session liveness: sessions whose calls answer through `answer` too. */
+function fakeSessionStore(answer: (operation: string, args: unknown[]) => Promise<unknown>): LeaseStore {
+  const store = fakeStore(answer);
+  const workers: WorkerRegistry = {
+    ...store.workers,
+    attachSession: async (...args: unknown[]) => {
+      await answer('workers.attachSession', args);
+      const session: WorkerSession = {
+        workerId: args[0] as string,
+        check: (...checkArgs: unknown[]) => answer('session.check', checkArgs) as Promise<boolean>,
+        close: (...closeArgs: unknown[]) => answer('session.close', closeArgs) as Promise<void>,
+      };
+      return session;
+    },
+    liveSessions: (...args: unknown[]) =>
+      answer('workers.liveSessions', args) as Promise<ReadonlySet<string>>,
+  };
+  return { ...store, capabilities: { ...store.capabilities, sessionLiveness: true }, workers };
+}
+
+describe('session liveness through the wrappers', () => {
+  it('sends attachSession, liveSessions and the calls of an attached session through the interceptor', async () => {
+    const seen: Array<[string, unknown[]]> = [];
+    const intercepted: string[] = [];
+    const store = interceptLeaseStore(
+      fakeSessionStore(async (operation, args) => {
+        seen.push([operation, args]);
+        return operation === 'workers.liveSessions' ? new Set(['w']) : true;
+      }),
+      (operation, options, call) => {
+        intercepted.push(operation);
+        return call(options);
+      },
+    );
+    expect(store.capabilities.sessionLiveness).toBe(true);
+    const signal = new AbortController().signal;
+    const session = await store.workers.attachSession?.('w', { signal });
+    expect(session?.workerId).toBe('w');
+    expect(await session?.check()).toBe(true);
+    await session?.close();
+    expect(await store.workers.liveSessions?.(['w', 'x'])).toEqual(new Set(['w']));
+    expect(intercepted).toEqual([
+      'workers.attachSession',
+      'session.check',
+      'session.close',
+      'workers.liveSessions',
+    ]);
+    expect([...intercepted].sort()).toEqual([...SESSION_LIVENESS_OPERATIONS].sort());
+    expect(seen).toEqual([
+      ['workers.attachSession', ['w', { signal }]],
+      ['session.check', []],
+      ['session.close', []],
+      ['workers.liveSessions', [['w', 'x']]],
+    ]);
+  });
+
+  it('leaves the session calls out, and the capability false, for a store without them', () => {
+    const plain = interceptLeaseStore(
+      fakeStore(async () => null),
+      (_operation, options, call) => call(options),
+    );
+    expect(plain.capabilities.sessionLiveness).toBe(false);
+    expect(plain.workers.attachSession).toBeUndefined();
+    expect(plain.workers.liveSessions).toBeUndefined();
+    // A store of an older core declares no such capability at all.
+    const older = fakeStore(async () => null);
+    const { sessionLiveness: _, ...capabilities } = older.capabilities;
+    const wrapped = interceptLeaseStore(
+      { ...older, capabilities } as unknown as LeaseStore,
+      (_operation, options, call) => call(options),
+    );
+    expect(wrapped.capabilities).toEqual({
+      batchRenew: false,
+      consistentReads: true,
+      sessionLiveness: false,
+    });
+    expect(
+      guardLeaseStore({ ...older, capabilities } as unknown as LeaseStore, '@kcl/test').capabilities
+        .sessionLiveness,
+    ).toBe(false);
+  });
+
+  it('refuses a store that declares the capability without the calls', () => {
+    const claiming = {
+      ...fakeStore(async () => null),
+      capabilities: { batchRenew: false, consistentReads: true, sessionLiveness: true },
+    };
+    expect(() => guardLeaseStore(claiming, '@kcl/test')).toThrow(
+      /declares capabilities\.sessionLiveness but lacks workers\.attachSession/,
+    );
+  });
+
+  it('guards the calls of a session: native errors become LeaseStoreErrors naming the call', async () => {
+    const store = guardLeaseStore(
+      fakeSessionStore(async (operation) => {
+        if (operation === 'session.check') throw new TypeError('socket closed');
+        return null;
+      }),
+      '@kcl/test',
+    );
+    const session = await store.workers.attachSession?.('w');
+    const error = await session?.check().catch((caught: unknown) => caught);
+    expect(LeaseStoreError.is(error)).toBe(true);
+    expect((error as Error).message).toBe(
+      '@kcl/test: session.check on fake store failed: TypeError: socket closed',
+    );
   });
 });
 

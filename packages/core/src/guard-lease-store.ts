@@ -5,18 +5,30 @@ import type {
   LeaseStoreAdministration,
   StoreCallOptions,
   WorkerRegistry,
+  WorkerSession,
 } from './lease-store.js';
 import { untilAborted } from './until-aborted.js';
 
 const GUARDED = Symbol.for('@kcl/core/guarded-lease-store');
 
-/** A call of the contract, named `role.method` (`'leases.renewMany'`, `'workers.heartbeat'`, …). */
+/**
+ * A call of the contract, named `role.method` (`'leases.renewMany'`, `'workers.heartbeat'`, …); the
+ * calls of a `WorkerSession` are `session.check` and `session.close`.
+ */
 export type LeaseStoreOperation =
   | `leases.${keyof LeaseRepository}`
   | `workers.${keyof WorkerRegistry}`
-  | `admin.${keyof LeaseStoreAdministration}`;
+  | `admin.${keyof LeaseStoreAdministration}`
+  | `session.${Exclude<keyof WorkerSession, 'workerId'>}`;
 
-/** Every call of the contract, as `role.method`, with how many arguments come before its options. */
+/** The calls only a store with `capabilities.sessionLiveness` has. */
+export type SessionLivenessOperation =
+  | 'workers.attachSession'
+  | 'workers.liveSessions'
+  | 'session.check'
+  | 'session.close';
+
+/** Every call every store has, as `role.method`, with how many arguments come before its options. */
 const CALLS = {
   'leases.list': 0,
   'leases.get': 1,
@@ -37,10 +49,28 @@ const CALLS = {
   'admin.getMigrationMarker': 0,
   'admin.setMigrationMarker': 1,
   'admin.scan': 0,
-} as const satisfies Record<LeaseStoreOperation, number>;
+} as const satisfies Record<Exclude<LeaseStoreOperation, SessionLivenessOperation>, number>;
 
-/** Every call of the contract, in the order of the roles. */
+/** Every call every store has, in the order of the roles (the session calls are not among them). */
 export const LEASE_STORE_OPERATIONS = Object.keys(CALLS) as readonly LeaseStoreOperation[];
+
+/** The calls of session liveness, present exactly when a store declares `capabilities.sessionLiveness`. */
+export const SESSION_LIVENESS_OPERATIONS: readonly SessionLivenessOperation[] = [
+  'workers.attachSession',
+  'workers.liveSessions',
+  'session.check',
+  'session.close',
+];
+
+/** Whether `store` declares session liveness and has its calls. */
+function offersSessions(store: LeaseStore): boolean {
+  const workers = store.workers as Partial<WorkerRegistry> | undefined;
+  return (
+    store.capabilities?.sessionLiveness === true &&
+    typeof workers?.attachSession === 'function' &&
+    typeof workers.liveSessions === 'function'
+  );
+}
 
 /**
  * Decides what happens to one call of a wrapped store: `call` runs the inner store's method with the
@@ -55,7 +85,10 @@ export type LeaseStoreInterceptor = (
 /**
  * A store whose every call goes through `intercept` (fault injection, deadlines, guards, recording),
  * built once here so wrappers do not each list the contract's calls. The identity fields pass through;
- * `close` runs `close` of `overrides`, else the inner store's.
+ * `close` runs `close` of `overrides`, else the inner store's. A store with session liveness keeps it:
+ * `workers.attachSession` and `workers.liveSessions` go through `intercept`, and so do the `check` and
+ * `close` of every session attached through the wrapper (`session.check`, `session.close`). A store
+ * without it (or declaring it without the calls) comes out with `capabilities.sessionLiveness` false.
  */
 export function interceptLeaseStore(
   store: LeaseStore,
@@ -65,7 +98,7 @@ export function interceptLeaseStore(
   const roles: Record<string, Record<string, unknown>> = { leases: {}, workers: {}, admin: {} };
   for (const operation of LEASE_STORE_OPERATIONS) {
     const [role, method] = operation.split('.') as [keyof typeof roles, string];
-    const arity = CALLS[operation];
+    const arity = CALLS[operation as keyof typeof CALLS];
     const target = (
       store as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>
     )[role];
@@ -83,15 +116,44 @@ export function interceptLeaseStore(
       });
     };
   }
+  const sessions = offersSessions(store);
+  if (sessions) {
+    const workers = store.workers as Required<WorkerRegistry>;
+    Object.assign(roles.workers as Record<string, unknown>, {
+      attachSession: (workerId: string, given?: StoreCallOptions) =>
+        intercept('workers.attachSession', given, (options) =>
+          (options === undefined
+            ? workers.attachSession(workerId)
+            : workers.attachSession(workerId, options)
+          ).then((session) => interceptSession(session, intercept)),
+        ),
+      liveSessions: (workerIds: readonly string[], given?: StoreCallOptions) =>
+        intercept('workers.liveSessions', given, (options) =>
+          options === undefined ? workers.liveSessions(workerIds) : workers.liveSessions(workerIds, options),
+        ),
+    });
+  }
   return {
     specificationVersion: store.specificationVersion,
     applicationName: store.applicationName,
-    capabilities: store.capabilities,
+    capabilities: { ...store.capabilities, sessionLiveness: sessions },
     description: overrides.description ?? store.description,
     leases: roles.leases as unknown as LeaseRepository,
     workers: roles.workers as unknown as WorkerRegistry,
     admin: roles.admin as unknown as LeaseStoreAdministration,
     close: overrides.close ?? (() => store.close()),
+  };
+}
+
+/** A session whose `check` and `close` go through `intercept`. */
+function interceptSession(session: WorkerSession, intercept: LeaseStoreInterceptor): WorkerSession {
+  return {
+    workerId: session.workerId,
+    check: (given?: StoreCallOptions) =>
+      intercept('session.check', given, (options) =>
+        options === undefined ? session.check() : session.check(options),
+      ) as Promise<boolean>,
+    close: () => intercept('session.close', undefined, () => session.close()) as Promise<void>,
   };
 }
 
@@ -141,6 +203,11 @@ export function guardLeaseStore(store: LeaseStore, component: string): LeaseStor
   if (missing.length > 0) {
     throw new ConfigurationError(component, [
       `leaseStore ${store.description ?? '(no description)'} lacks ${missing.join(', ')}: it does not implement the LeaseStore v2 contract`,
+    ]);
+  }
+  if (given.capabilities?.sessionLiveness === true && !offersSessions(store)) {
+    throw new ConfigurationError(component, [
+      `leaseStore ${store.description ?? '(no description)'} declares capabilities.sessionLiveness but lacks workers.attachSession or workers.liveSessions`,
     ]);
   }
   let closing: Promise<void> | null = null;

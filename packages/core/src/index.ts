@@ -29,11 +29,16 @@ export {
   isSentinelCheckpoint,
   SENTINEL_CHECKPOINTS,
 } from './extended-sequence-number.js';
-export type { LeaseStoreInterceptor, LeaseStoreOperation } from './guard-lease-store.js';
+export type {
+  LeaseStoreInterceptor,
+  LeaseStoreOperation,
+  SessionLivenessOperation,
+} from './guard-lease-store.js';
 export {
   guardLeaseStore,
   interceptLeaseStore,
   LEASE_STORE_OPERATIONS,
+  SESSION_LIVENESS_OPERATIONS,
   StoreCallAbortedError,
 } from './guard-lease-store.js';
 export type { HashKeyRange } from './hash-key.js';
@@ -75,6 +80,7 @@ export type {
   UnreadableLeaseRow,
   WorkerRecord,
   WorkerRegistry,
+  WorkerSession,
 } from './lease-store.js';
 export type { LifecycleState, LifecycleSteps } from './lifecycle.js';
 export { Lifecycle } from './lifecycle.js';

@@ -99,6 +99,12 @@ export interface LeaseStoreCapabilities {
   readonly batchRenew: boolean;
   /** `get` and `list` read the latest committed state (always true for SQL, opt-in on DynamoDB). */
   readonly consistentReads: boolean;
+  /**
+   * The store can tie a worker's liveness to a database session: `workers.attachSession` and
+   * `workers.liveSessions` exist exactly when this is true (PostgreSQL and MySQL/MariaDB; not SQLite
+   * or DynamoDB). A store written against an older core may lack the field: read it as false.
+   */
+  readonly sessionLiveness: boolean;
 }
 
 /**
@@ -175,6 +181,38 @@ export interface LeaseRepository {
   delete(leaseKey: string, options?: StoreCallOptions): Promise<void>;
 }
 
+/**
+ * A worker's liveness session (`workers.attachSession`): a lock, keyed by the application and the
+ * worker id, held by a database session that the store keeps open for the worker alone. The database
+ * ends the session — and so releases the lock — when the connection ends: the worker's process died
+ * (its operating system closes the socket at once), the database restarted, an administrator ended
+ * the session, or the network cut the connection (noticed only once TCP gives up on it, which can
+ * take long when the peer vanished without closing it).
+ *
+ * A session therefore says "the process that attached me may be gone" sooner than lease expiry does,
+ * but it is not a lease: it can be lost while its worker lives on (a network blip, a database restart),
+ * and it can outlive a dead worker for as long as the database has not noticed the connection ended.
+ * Callers use it only to act sooner (take a dead worker's leases before they expire); counter fencing
+ * stays the safety mechanism, so a worker that was wrongly thought dead loses at most the leases taken
+ * from it, never a record.
+ */
+export interface WorkerSession {
+  readonly workerId: string;
+  /**
+   * Whether the session still holds its lock: one round trip to the database (on the session's own
+   * connection where the store has one). Resolves false — it never rejects for this — when the session
+   * is gone: closed, its connection lost or ended by the server; once false, always false (attach a new
+   * session). Rejects only when it cannot tell for another reason (a wrapper's deadline, say).
+   */
+  check(options?: StoreCallOptions): Promise<boolean>;
+  /**
+   * Releases the lock and the session's connection. Idempotent; never rejects for a session that is
+   * already gone. After it resolves, `liveSessions` no longer lists the worker (unless another session
+   * of the same worker id holds the lock).
+   */
+  close(): Promise<void>;
+}
+
 /** Which workers are alive, and what they publish about themselves. */
 export interface WorkerRegistry {
   /** Records that the worker is alive, incrementing its heartbeat; `metadata` replaces the last one. */
@@ -186,6 +224,24 @@ export interface WorkerRegistry {
   list(options?: StoreCallOptions): Promise<WorkerRecord[]>;
   /** Removes the worker (on a graceful stop). Removing an absent worker is not an error. */
   remove(workerId: string, options?: StoreCallOptions): Promise<void>;
+  /**
+   * Opens a liveness session for `workerId` (present exactly when `capabilities.sessionLiveness` is
+   * true; see `WorkerSession`). The session holds a connection of its own for as long as it is open —
+   * never one that other calls of the store share — so each attached worker costs the database one
+   * connection. One session per worker id: when another session holds the worker's lock (the same worker
+   * id running twice, or a restarted worker whose previous session the database has not seen end yet),
+   * it rejects with a retryable `LeaseStoreError` of code `WORKER_SESSION_HELD`; try again later. A call
+   * whose signal aborts leaves no session behind (one attached meanwhile is closed).
+   */
+  attachSession?(workerId: string, options?: StoreCallOptions): Promise<WorkerSession>;
+  /**
+   * Which of `workerIds` have a session holding their lock right now, on the store's ordinary
+   * connections (one statement). A worker is absent when it never attached a session (a store or a
+   * release without sessions), closed it, or its session ended: only a worker seen present and then
+   * absent is a sign of death, and a present one is not proof of life (see `WorkerSession`). Present
+   * exactly when `capabilities.sessionLiveness` is true.
+   */
+  liveSessions?(workerIds: readonly string[], options?: StoreCallOptions): Promise<ReadonlySet<string>>;
 }
 
 /** What tools and the start of a worker need: the schema, migration markers, whole-table scans. */

@@ -79,7 +79,12 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
   return {
     specificationVersion: 'v2',
     applicationName,
-    capabilities: Object.freeze({ batchRenew: false, consistentReads: resolved.consistentReads }),
+    // DynamoDB has no sessions: a dead worker's leases are taken once they expire.
+    capabilities: Object.freeze({
+      batchRenew: false,
+      consistentReads: resolved.consistentReads,
+      sessionLiveness: false,
+    }),
     description: `DynamoDB table ${JSON.stringify(leaseTable.definition.tableName)} (${layout} layout, worker registry ${JSON.stringify(workerTable.tableName)}), application ${JSON.stringify(applicationName)}`,
     layout,
     tableName: leaseTable.definition.tableName,

@@ -48,7 +48,7 @@ describe.skipIf(!dynamo.check.available)('store options', () => {
     await store.leases.get('shardId-0');
     await store.leases.list();
     await store.workers.list();
-    expect(store.capabilities).toEqual({ batchRenew: false, consistentReads: true });
+    expect(store.capabilities).toEqual({ batchRenew: false, consistentReads: true, sessionLiveness: false });
     expect(reads).toEqual([
       ['GetItemCommand', true],
       ['ScanCommand', true],

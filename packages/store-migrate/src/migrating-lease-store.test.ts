@@ -89,6 +89,17 @@ describe('createMigratingLeaseStore: the v2 contract', () => {
     expect(await from.leases.get('shard-1')).not.toBeNull();
   });
 
+  it('has no session liveness, even between two stores that have it', () => {
+    const store = createMigratingLeaseStore({
+      from: createMemoryLeaseStore({ applicationName: 'billing', sessions: true }),
+      to: createMemoryLeaseStore({ applicationName: 'billing', sessions: true }),
+    });
+    expect(store.capabilities.sessionLiveness).toBe(false);
+    expect(store.workers.attachSession).toBeUndefined();
+    expect(store.workers.liveSessions).toBeUndefined();
+    expect(guardLeaseStore(store, 'test').capabilities.sessionLiveness).toBe(false);
+  });
+
   it('refuses a store of another contract version, naming the side', () => {
     const { from, to } = stores();
     const old = { ...to, specificationVersion: 'v1' } as unknown as LeaseStore;

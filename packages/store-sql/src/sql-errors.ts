@@ -305,6 +305,26 @@ export function invalidArgument(store: string, problem: string): LeaseStoreError
   });
 }
 
+/**
+ * Another database session holds the worker's session lock. Retryable: a restarted worker's previous
+ * session ends once the server notices its connection is gone.
+ */
+export function sessionHeldError(store: string, workerId: string): LeaseStoreError {
+  return new LeaseStoreError(
+    store,
+    `${store}: worker ${JSON.stringify(workerId)} already has a session holding its lock: the same worker id runs twice, or its previous process's session has not ended on the server yet (or, rarely, another worker id of this application has the same lock key); try again later, and give every worker its own id`,
+    { code: 'WORKER_SESSION_HELD', retryable: true },
+  );
+}
+
+/** A call that needs the store open, after `close()`. */
+export function storeClosedError(store: string, operation: string): LeaseStoreError {
+  return new LeaseStoreError(store, `${store}: ${operation} after the store was closed`, {
+    code: 'LEASE_STORE_FAILURE',
+    retryable: false,
+  });
+}
+
 /** A lease the store refuses to create because it breaks a rule of the contract (named in `problem`). */
 export function unstorableLease(store: string, leaseKey: string, problem: string): LeaseStoreError {
   return new LeaseStoreError(

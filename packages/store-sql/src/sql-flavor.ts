@@ -45,6 +45,35 @@ export interface LeaseBatchRenewOutcome {
   readonly existingKeys: ReadonlySet<string> | undefined;
 }
 
+/** Whose session locks a call is about: one application's workers in one set of lease tables. */
+export interface SqlSessionScope {
+  readonly tables: SqlLeaseTableNames;
+  readonly applicationName: string;
+}
+
+/** A worker's session lock, held by the connection it was taken on. */
+export interface SqlSessionHandle {
+  /** Names the lock and the database session holding it, for messages: `advisory lock (…) of backend 123`. */
+  readonly label: string;
+  /** On the session's connection: whether it still holds the lock (one statement). */
+  holds(): Promise<boolean>;
+  /** On the session's connection: releases the lock; false when it held none. */
+  unlock(): Promise<boolean>;
+  /** On the session's connection: makes the server end the session (and so release the lock). */
+  endSession(): Promise<void>;
+}
+
+/** Worker sessions: a lock per (tables, application, worker) that the database drops with the session. */
+export interface SqlSessionFlavor {
+  /**
+   * Takes `workerId`'s session lock on `connection` without waiting: its handle, or null when another
+   * session holds it.
+   */
+  lock(connection: AnyKysely, scope: SqlSessionScope, workerId: string): Promise<SqlSessionHandle | null>;
+  /** Which of `workerIds` (distinct) have their lock held by some session, in one statement per chunk. */
+  live(db: AnyKysely, scope: SqlSessionScope, workerIds: readonly string[]): Promise<ReadonlySet<string>>;
+}
+
 /**
  * Everything that differs between the SQL dialects, one implementation per dialect. Statements every
  * dialect writes the same way live in `sql-statements.ts`.
@@ -73,6 +102,8 @@ export interface SqlFlavor {
    * `values.metadata` is null: the `heartbeat` and `metadata` columns as stored by this write.
    */
   heartbeatWorker(db: AnyKysely, tables: SqlLeaseTableNames, values: WorkerRowValues): Promise<SqlRow>;
+  /** Session locks (null: the dialect has no sessions, as SQLite). */
+  readonly sessions: SqlSessionFlavor | null;
   /** Sets the application's migration marker, creating its state row when needed. */
   setMigrationMarker(
     db: AnyKysely,

@@ -202,9 +202,31 @@ describe('createSqlLeaseStore', () => {
     });
     expect(store.specificationVersion).toBe('v2');
     expect(store.applicationName).toBe('billing');
-    expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true });
+    expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true, sessionLiveness: true });
     expect(store.flavor).toBe('mysql');
     expect(store.description).toBe('MySQL/MariaDB table "leases" (application "billing")');
+  });
+
+  it('offers sessions on MySQL by default, on PostgreSQL when asked, never on SQLite', () => {
+    const offered = (flavor: 'postgres' | 'mysql' | 'sqlite', sessionLiveness?: boolean) => {
+      const store = createSqlLeaseStore({
+        db: coldKysely(flavor),
+        applicationName: 'billing',
+        ...(sessionLiveness === undefined ? {} : { sessionLiveness }),
+      });
+      return [
+        store.capabilities.sessionLiveness,
+        typeof store.workers.attachSession,
+        typeof store.workers.liveSessions,
+      ];
+    };
+    expect(offered('mysql')).toEqual([true, 'function', 'function']);
+    expect(offered('mysql', false)).toEqual([false, 'undefined', 'undefined']);
+    expect(offered('postgres')).toEqual([false, 'undefined', 'undefined']);
+    expect(offered('postgres', true)).toEqual([true, 'function', 'function']);
+    expect(offered('sqlite')).toEqual([false, 'undefined', 'undefined']);
+    expect(() => offered('sqlite', true)).toThrow(/sessionLiveness: SQLite has no database sessions/);
+    expect(() => offered('postgres', 'yes' as never)).toThrow(/sessionLiveness/);
   });
 
   it('leaves an injected db open on close(), and destroys it only when told to', async () => {

@@ -39,6 +39,16 @@ export interface SqlLeaseStoreOptions {
    * For code that opens a database only to build this store on it, so the store is all it must close.
    */
   readonly destroyDbOnClose?: boolean;
+  /**
+   * Session liveness (`capabilities.sessionLiveness`, `workers.attachSession`, `workers.liveSessions`):
+   * each attached worker holds one connection of `db`'s pool for as long as its session is open.
+   * Default: true on MySQL/MariaDB; false on PostgreSQL, where you turn it on once `db`'s pool gives
+   * every client an `error` listener (`pool.on('connect', (client) => client.on('error', …))`): pg ends
+   * the process when the server closes a connection that is out of the pool without one (a database
+   * restart, say), and a session's connection is out of the pool for the worker's whole life. SQLite
+   * has no sessions (true is refused).
+   */
+  readonly sessionLiveness?: boolean;
 }
 
 /** Options with every default filled in. */
@@ -50,6 +60,7 @@ export interface ResolvedSqlLeaseStoreOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly destroyDbOnClose: boolean;
+  readonly sessionLiveness: boolean;
 }
 
 /** Names the call in every configuration error, as the package's messages start. */
@@ -80,6 +91,10 @@ export function resolveSqlLeaseStoreOptions(options: SqlLeaseStoreOptions): Reso
   const clock = check.clock('clock', input.clock, systemClock);
   const logger = check.logger('logger', input.logger, noopLogger);
   const destroyDbOnClose = check.boolean('destroyDbOnClose', input.destroyDbOnClose, false);
+  const sessionLiveness = check.boolean('sessionLiveness', input.sessionLiveness, flavor === 'mysql');
+  if (sessionLiveness && flavor === 'sqlite') {
+    check.add('sessionLiveness: SQLite has no database sessions to tie a worker to; leave it unset');
+  }
   check.throwIfAny();
 
   return Object.freeze({
@@ -90,6 +105,7 @@ export function resolveSqlLeaseStoreOptions(options: SqlLeaseStoreOptions): Reso
     clock,
     logger,
     destroyDbOnClose,
+    sessionLiveness,
   });
 }
 

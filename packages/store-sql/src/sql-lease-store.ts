@@ -10,6 +10,7 @@ import { PACKAGE_NAME } from './sql-package-name.js';
 import type { SqlStoreContext } from './sql-store-context.js';
 import type { SqlLeaseTableNames } from './sql-table-names.js';
 import { createSqlWorkerRegistry } from './sql-worker-registry.js';
+import { createSqlWorkerSessions } from './sql-worker-sessions.js';
 import { sqliteFlavor } from './sqlite/sqlite-flavor.js';
 
 /** A `LeaseStore` on a SQL database, with what it runs on. */
@@ -28,8 +29,8 @@ const FLAVORS: Readonly<Record<SqlFlavorName, SqlFlavor>> = {
  * A `LeaseStore` (contract v2) on PostgreSQL, MySQL/MariaDB or SQLite through Kysely. Many
  * applications share the tables; this store reads and writes only the rows of `applicationName`.
  *
- * `close()` leaves the caller's Kysely instance open (the store opened nothing itself), unless the
- * options say `destroyDbOnClose: true`.
+ * `close()` closes the worker sessions the store attached and leaves the caller's Kysely instance
+ * open (the store opened nothing itself), unless the options say `destroyDbOnClose: true`.
  */
 export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStore {
   const resolved = resolveSqlLeaseStoreOptions(options);
@@ -48,23 +49,32 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     logger: resolved.logger,
   };
 
+  const sessions =
+    resolved.sessionLiveness && flavor.sessions !== null
+      ? createSqlWorkerSessions(context, flavor.sessions)
+      : null;
+
   let closing: Promise<void> | null = null;
   return {
     specificationVersion: 'v2',
     applicationName,
     // MySQL needs four round trips for a batch (begin, locking read, update, commit), still one
     // UPDATE statement and a constant number of round trips for any number of leases.
-    capabilities: { batchRenew: true, consistentReads: true },
+    capabilities: { batchRenew: true, consistentReads: true, sessionLiveness: sessions !== null },
     description,
     flavor: flavor.name,
     tableNames,
     leases: createSqlLeaseRepository(context),
-    workers: createSqlWorkerRegistry(context),
+    workers: createSqlWorkerRegistry(context, sessions),
     admin: createSqlLeaseAdministration(context),
     close() {
-      // `withoutPlugins()` shares the caller's executor and driver, so destroying the original
-      // instance releases the pool the store used.
-      closing ??= resolved.destroyDbOnClose ? resolved.db.destroy() : Promise.resolve();
+      // The sessions go first: each holds a connection the pool would wait for. `withoutPlugins()`
+      // shares the caller's executor and driver, so destroying the original instance releases the
+      // pool the store used.
+      closing ??= (async () => {
+        await sessions?.closeAll();
+        if (resolved.destroyDbOnClose) await resolved.db.destroy();
+      })();
       return closing;
     },
   };

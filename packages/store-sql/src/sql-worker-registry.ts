@@ -6,14 +6,22 @@ import { MAX_WORKER_ID_LENGTH } from './sql-schema.js';
 import type { SqlStoreContext } from './sql-store-context.js';
 import { checkKey, runSql } from './sql-store-context.js';
 import type { SqlRow } from './sql-types.js';
+import type { SqlWorkerSessions } from './sql-worker-sessions.js';
 
-/** The worker registry on SQL: one row per worker, a heartbeat counter incremented by an upsert. */
-export function createSqlWorkerRegistry(context: SqlStoreContext): WorkerRegistry {
+/**
+ * The worker registry on SQL: one row per worker, a heartbeat counter incremented by an upsert; with
+ * `sessions`, also the session calls (see `sql-worker-sessions.ts`).
+ */
+export function createSqlWorkerRegistry(
+  context: SqlStoreContext,
+  sessions: SqlWorkerSessions | null,
+): WorkerRegistry {
   return {
     heartbeat: (workerId: string, metadata?: Readonly<Record<string, string>>, _options?: StoreCallOptions) =>
       heartbeat(context, workerId, metadata),
     list: (_options?: StoreCallOptions) => listWorkers(context),
     remove: (workerId: string, _options?: StoreCallOptions) => removeWorker(context, workerId),
+    ...(sessions === null ? {} : sessions.calls),
   };
 }
 

@@ -1,9 +1,48 @@
+import { fileURLToPath } from 'node:url';
+import type { ConformanceSessionHarness } from '@kcl/testkit/conformance';
 import { describeLeaseStoreConformance } from '@kcl/testkit/conformance';
-import { createSqlLeaseStore } from '../src/index.js';
+import { sql } from 'kysely';
+import { createSqlLeaseStore, sqlLeaseTableNames } from '../src/index.js';
+import { mysqlSessionLockName } from '../src/mysql/mysql-sessions.js';
+import { postgresSessionKeys } from '../src/postgres/postgres-sessions.js';
 import type { TestDatabase } from './test-databases.js';
 import { checkDialects, readRawLease, TEST_DIALECTS } from './test-databases.js';
 
 const checks = await checkDialects();
+const HOLDER = fileURLToPath(new URL('./session-holder.ts', import.meta.url));
+const PACKAGE_DIRECTORY = fileURLToPath(new URL('..', import.meta.url));
+
+/** Ends worker sessions from another connection, as an administrator would, and starts holder processes. */
+function sessionHarness(database: TestDatabase): ConformanceSessionHarness {
+  const tables = sqlLeaseTableNames('kcl_leases');
+  const { db, flavor, location } = database;
+  return {
+    async killSession(applicationName, workerId) {
+      const scope = { tables, applicationName };
+      if (flavor === 'postgres') {
+        const { classId, objectId } = postgresSessionKeys(scope, workerId);
+        const { rows } = await sql<{ terminated: boolean }>`select pg_terminate_backend(pid) as terminated
+          from pg_locks where locktype = 'advisory' and database = (select oid from pg_database
+            where datname = current_database()) and classid = ${classId}::int8::oid
+            and objid = ${objectId}::int8::oid and objsubid = 2 and granted`.execute(db);
+        if (rows.length !== 1 || rows[0]?.terminated !== true) {
+          throw new Error(`no session of ${workerId} to terminate (${JSON.stringify(rows)})`);
+        }
+        return;
+      }
+      const name = mysqlSessionLockName(new URL(location).pathname.slice(1), scope, workerId);
+      const { rows } = await sql<{ id: number | null }>`select is_used_lock(${name}) as id`.execute(db);
+      const id = rows[0]?.id;
+      if (id === null || id === undefined) throw new Error(`no session of ${workerId} holds ${name}`);
+      await sql`kill ${sql.lit(Number(id))}`.execute(db);
+    },
+    holderProcess: (applicationName, workerId) => ({
+      command: process.execPath,
+      args: ['--import', 'tsx', HOLDER, flavor, location, applicationName, workerId],
+      cwd: PACKAGE_DIRECTORY,
+    }),
+  };
+}
 
 for (const dialect of TEST_DIALECTS) {
   let database: TestDatabase | undefined;
@@ -13,13 +52,22 @@ for (const dialect of TEST_DIALECTS) {
     setup: async () => {
       const created = await dialect.createDatabase();
       database = created;
+      const sessions = created.flavor !== 'sqlite';
       return {
-        createStore: (applicationName) => createSqlLeaseStore({ db: created.db, applicationName }),
+        // PostgreSQL offers sessions when asked (the test pools give every client an error listener).
+        createStore: (applicationName) =>
+          createSqlLeaseStore({
+            db: created.db,
+            applicationName,
+            ...(sessions ? { sessionLiveness: true } : {}),
+          }),
         readRawLease: (applicationName, leaseKey) => readRawLease(created.db, applicationName, leaseKey),
+        ...(sessions ? { sessions: sessionHarness(created) } : {}),
       };
     },
     teardown: async () => {
       await database?.drop();
     },
+    onNote: (message) => console.info(message),
   });
 }

@@ -311,7 +311,11 @@ describe.skipIf(checks.get('postgres')?.reason !== null)(
       const workerDb = database.connect();
       const asWorker = postgresKysely(url.toString(), { poolSize: 2 });
       try {
-        const worker = createSqlLeaseStore({ db: asWorker, applicationName: 'upgraded' });
+        const worker = createSqlLeaseStore({
+          db: asWorker,
+          applicationName: 'upgraded',
+          sessionLiveness: true,
+        });
         const refused = await worker.admin.ensureSchema().then(
           () => null,
           (error: unknown) => error as LeaseStoreError,
@@ -325,6 +329,12 @@ describe.skipIf(checks.get('postgres')?.reason !== null)(
         const taken = await worker.leases.take('shardId-000000000001', 7, 'worker-v2');
         expect(taken.ok).toBe(true);
         expect((await worker.workers.heartbeat('worker-v2')).metadata).toEqual({});
+        // Sessions need no grant: the advisory lock, reading pg_locks, releasing it.
+        const session = await worker.workers.attachSession?.('worker-v2');
+        expect(await session?.check()).toBe(true);
+        expect(await worker.workers.liveSessions?.(['worker-v2'])).toEqual(new Set(['worker-v2']));
+        await session?.close();
+        expect(await worker.workers.liveSessions?.(['worker-v2'])).toEqual(new Set());
       } finally {
         await asWorker.destroy();
       }

@@ -179,5 +179,44 @@ for (const dialect of TEST_DIALECTS) {
       const handed = await store.leases.get('handed-over-lease');
       expect([handed?.leaseCounter, handed?.owner, handed?.handoff]).toEqual([2, 'worker-b', null]);
     });
+
+    it.skipIf(dialect.flavor === 'sqlite')(
+      'sends the documented number of statements for session calls',
+      async () => {
+        const sessions = createSqlLeaseStore({
+          db: database.connect({
+            log: (event) => {
+              if (event.level === 'query')
+                statements.push(event.query.sql.trim().split(/\s+/)[0]?.toLowerCase() ?? '');
+            },
+          }),
+          applicationName: 'statements',
+          sessionLiveness: true,
+        });
+        const workerIds = Array.from({ length: 100 }, (_, index) => `worker-${index}`);
+        let session: Awaited<ReturnType<NonNullable<typeof sessions.workers.attachSession>>> | undefined;
+        const measured = {
+          attach: (
+            await count(async () => {
+              session = await sessions.workers.attachSession?.('worker-7');
+            })
+          ).length,
+          check: (await count(() => session?.check() ?? Promise.resolve())).length,
+          'liveSessions (100, first)': (
+            await count(() => sessions.workers.liveSessions?.(workerIds) ?? Promise.resolve())
+          ).length,
+          'liveSessions (100)': (
+            await count(() => sessions.workers.liveSessions?.(workerIds) ?? Promise.resolve())
+          ).length,
+          close: (await count(() => session?.close() ?? Promise.resolve())).length,
+        };
+        expect(measured).toEqual(
+          dialect.flavor === 'postgres'
+            ? { attach: 1, check: 1, 'liveSessions (100, first)': 1, 'liveSessions (100)': 1, close: 1 }
+            : // MySQL: the lock's name carries the database's, read once per connection or store.
+              { attach: 2, check: 1, 'liveSessions (100, first)': 2, 'liveSessions (100)': 1, close: 1 },
+        );
+      },
+    );
   });
 }

@@ -108,8 +108,10 @@ export function postgresKysely(connectionString: string, options: ConnectOptions
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
   });
   // pg's advice for every pool: an idle connection the server closes (here: dropping the test
-  // database) raises an error event that would otherwise crash the process.
+  // database) raises an error event that would otherwise crash the process; so does a connection out
+  // of the pool (a worker session's, ended from outside), on the client itself.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return new Kysely({
     dialect: new PostgresDialect({ pool }),
     ...(options.log === undefined ? {} : { log: options.log }),

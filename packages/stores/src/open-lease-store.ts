@@ -128,12 +128,17 @@ export async function openLeaseStore(
         connectionTimeoutMillis: connectionTimeoutMs,
       });
       pool.on('error', (error) => options.onPoolError?.(error));
+      // pg raises an error on a client the server disconnects while it is out of the pool (a database
+      // restart, a worker session ended from outside); unheard, it would end the process. The call
+      // that was running fails on its own, and a session's check() reports it lost.
+      pool.on('connect', (client) => client.on('error', () => undefined));
       return createSqlLeaseStore({
         db: new Kysely({ dialect: new PostgresDialect({ pool }) }),
         applicationName: options.applicationName,
         ...(where.tableName === undefined ? {} : { tableName: where.tableName }),
         ...logger,
         destroyDbOnClose: true,
+        sessionLiveness: true,
       });
     }
     case 'mysql': {
@@ -156,6 +161,7 @@ export async function openLeaseStore(
         ...(where.tableName === undefined ? {} : { tableName: where.tableName }),
         ...logger,
         destroyDbOnClose: true,
+        sessionLiveness: true,
       });
     }
     case 'sqlite': {

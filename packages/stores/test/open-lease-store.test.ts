@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { createServer } from 'node:net';
@@ -10,7 +11,8 @@ import {
   type LeaseStore,
   LeaseStoreSchemaMissingError,
 } from '@kcl/core';
-import { checkService, type RunningEmulator, startDynalite } from '@kcl/testkit';
+import { checkService, type RunningEmulator, startDynalite, waitUntil } from '@kcl/testkit';
+import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLeaseStore } from '../src/index.js';
@@ -107,6 +109,59 @@ describe('openLeaseStore', () => {
         applicationName: 'my-app',
       }),
     );
+  });
+
+  it.skipIf(!postgres.available)(
+    'gives a PostgreSQL store sessions, and survives the server ending one',
+    async () => {
+      const applicationName = `pg-sessions-${Math.floor(Math.random() * 1e9)}`;
+      const store = await openLeaseStore(`${POSTGRES_URL}?poolSize=2`, { applicationName });
+      const admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      try {
+        expect(store.capabilities.sessionLiveness).toBe(true);
+        const session = await store.workers.attachSession?.('worker-a');
+        // The lock's keys as the @kcl/store-sql README gives them.
+        const key = (text: string) => createHash('sha256').update(text).digest().readUInt32BE(0);
+        const { rows } = await admin.query(
+          `select pg_terminate_backend(pid) as ended from pg_locks where locktype = 'advisory'
+            and classid = $1::int8::oid and objid = $2::int8::oid and objsubid = 2 and granted`,
+          [key(`kcl_leases\u0000${applicationName}`), key('worker-a')],
+        );
+        expect(rows).toEqual([{ ended: true }]);
+        // A pool client without an error listener would have ended this process here.
+        await waitUntil(async () => (await session?.check()) === false, 5_000, 'the session to be lost');
+        expect(await store.workers.liveSessions?.(['worker-a'])).toEqual(new Set());
+        const again = await store.workers.attachSession?.('worker-a');
+        expect(await again?.check()).toBe(true);
+      } finally {
+        await admin.end();
+        await store.close();
+      }
+    },
+  );
+
+  it.skipIf(!mysql.available)('gives a MariaDB/MySQL store sessions, which KILL ends', async () => {
+    const applicationName = `my-sessions-${Math.floor(Math.random() * 1e9)}`;
+    const store = await openLeaseStore(MYSQL_URL, { applicationName });
+    const admin = await createConnection({ uri: MYSQL_URL });
+    try {
+      expect(store.capabilities.sessionLiveness).toBe(true);
+      const session = await store.workers.attachSession?.('worker-a');
+      const database = new URL(MYSQL_URL).pathname.slice(1);
+      const [rows] = await admin.query('select is_used_lock(?) as id', [
+        `kcl:${database}.kcl_leases:${applicationName}:worker-a`,
+      ]);
+      const id = (rows as Array<{ id: number | null }>)[0]?.id;
+      expect(typeof id).toBe('number');
+      await admin.query(`kill ${Number(id)}`);
+      await waitUntil(async () => (await session?.check()) === false, 5_000, 'the session to be lost');
+      const again = await store.workers.attachSession?.('worker-a');
+      expect(await again?.check()).toBe(true);
+    } finally {
+      await admin.end();
+      await store.close();
+    }
   });
 
   it('opens DynamoDB (an emulator) from a URL, and close() destroys the client', async () => {

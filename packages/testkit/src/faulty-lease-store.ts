@@ -1,4 +1,4 @@
-import type { Clock, LeaseStore, LeaseStoreOperation } from '@kcl/core';
+import type { Clock, LeaseStore, LeaseStoreOperation, WorkerSession } from '@kcl/core';
 import { interceptLeaseStore, LeaseStoreError, systemClock } from '@kcl/core';
 
 export type { LeaseStoreOperation } from '@kcl/core';
@@ -220,7 +220,12 @@ export function createFaultyLeaseStore(
       if (hangMs > 0) await clock.sleep(hangMs);
       if (error !== null) throw error;
       const result = await call(options);
-      if (errorAfter !== null) throw errorAfter;
+      if (errorAfter !== null) {
+        // A store closes a session whose caller will never see it (as it does when the call's signal
+        // aborts): a lost answer must not leave the worker's lock held by nobody.
+        if (operation === 'workers.attachSession') await (result as WorkerSession).close();
+        throw errorAfter;
+      }
       return result;
     },
     { description: `${inner.description} (with injected faults)` },

@@ -12,13 +12,23 @@ import type {
   MigrationMarker,
   WorkerRecord,
   WorkerRegistry,
+  WorkerSession,
 } from '@kcl/core';
-import { ConfigurationError, compareLeaseKeys, handoffProblem, leaseFromInit, uniqueSorted } from '@kcl/core';
+import {
+  ConfigurationError,
+  compareLeaseKeys,
+  handoffProblem,
+  LeaseStoreError,
+  leaseFromInit,
+  uniqueSorted,
+} from '@kcl/core';
 
 /** What a memory table keeps per application. */
 export interface ApplicationState {
   readonly leases: Map<string, Lease>;
   readonly workers: Map<string, WorkerRecord>;
+  /** The worker ids whose simulated session is held, each with the token of the session holding it. */
+  readonly sessions: Map<string, symbol>;
   marker: MigrationMarker | null;
 }
 
@@ -33,7 +43,7 @@ export class MemoryLeaseTable {
   application(applicationName: string): ApplicationState {
     let state = this.#applications.get(applicationName);
     if (state === undefined) {
-      state = { leases: new Map(), workers: new Map(), marker: null };
+      state = { leases: new Map(), workers: new Map(), sessions: new Map(), marker: null };
       this.#applications.set(applicationName, state);
     }
     return state;
@@ -46,6 +56,15 @@ export class MemoryLeaseTable {
 
   applicationNames(): string[] {
     return [...this.#applications.keys()];
+  }
+
+  /**
+   * Ends the simulated session of a worker, as a database does when the worker's process dies or its
+   * connection is cut (stores created with `sessions: true`): its `check()` resolves false from now on,
+   * `liveSessions` no longer lists it and it may attach again. False when it had none.
+   */
+  dropWorkerSession(applicationName: string, workerId: string): boolean {
+    return this.application(applicationName).sessions.delete(workerId);
   }
 }
 
@@ -60,10 +79,19 @@ export interface MemoryLeaseStoreOptions {
    * moves between event-loop turns passes a microtask yield instead.
    */
   readonly yieldBeforeEachCall?: () => Promise<void>;
+  /**
+   * Simulated session liveness (default false): `capabilities.sessionLiveness` is true and the store
+   * has `workers.attachSession` and `workers.liveSessions`, with one session per worker id in the
+   * table. Nothing ends a session by itself: `dropWorkerSession` does what a dead process or a cut
+   * connection does to a database session.
+   */
+  readonly sessions?: boolean;
 }
 
 export interface MemoryLeaseStore extends LeaseStore {
   readonly table: MemoryLeaseTable;
+  /** `table.dropWorkerSession` for this store's application. */
+  dropWorkerSession(workerId: string): boolean;
 }
 
 /**
@@ -79,7 +107,14 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
   const table = options.table ?? new MemoryLeaseTable();
   const now = options.now ?? Date.now;
   const tick = options.yieldBeforeEachCall ?? nextTurn;
+  const sessions = options.sessions ?? false;
+  if (typeof sessions !== 'boolean') {
+    throw new ConfigurationError('@kcl/testkit memory store', ['sessions must be a boolean']);
+  }
   const state = (): ApplicationState => table.application(applicationName);
+  const description = `memory store (application ${JSON.stringify(applicationName)})`;
+  /** The sessions this store attached, which its `close()` ends. */
+  const attached = new Map<symbol, string>();
 
   const conditional = async (
     leaseKey: string,
@@ -232,6 +267,8 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       await tick();
       state().workers.delete(workerId);
     },
+
+    ...(sessions ? sessionCalls(state, tick, description, attached) : {}),
   };
 
   const admin: LeaseStoreAdministration = {
@@ -258,13 +295,66 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
   return {
     specificationVersion: 'v2',
     applicationName,
-    capabilities: { batchRenew: true, consistentReads: true },
-    description: `memory store (application ${JSON.stringify(applicationName)})`,
+    capabilities: { batchRenew: true, consistentReads: true, sessionLiveness: sessions },
+    description,
     table,
     leases,
     workers,
     admin,
-    async close() {},
+    dropWorkerSession: (workerId) => table.dropWorkerSession(applicationName, workerId),
+    async close() {
+      const held = state().sessions;
+      for (const [token, workerId] of attached) if (held.get(workerId) === token) held.delete(workerId);
+      attached.clear();
+    },
+  };
+}
+
+/** The simulated sessions: one per worker id in the application's state, held until closed or dropped. */
+function sessionCalls(
+  state: () => ApplicationState,
+  tick: () => Promise<void>,
+  description: string,
+  attached: Map<symbol, string>,
+): Required<Pick<WorkerRegistry, 'attachSession' | 'liveSessions'>> {
+  return {
+    async attachSession(workerId, options) {
+      if (typeof workerId !== 'string' || workerId.length === 0) {
+        throw new ConfigurationError('@kcl/testkit memory store', ['workerId must be a non-empty string']);
+      }
+      await tick();
+      options?.signal?.throwIfAborted();
+      const held = state().sessions;
+      if (held.has(workerId)) {
+        throw new LeaseStoreError(
+          description,
+          `${description}: worker ${JSON.stringify(workerId)} already has a session (the same worker id running twice, or its previous session not ended yet); try again later`,
+          { code: 'WORKER_SESSION_HELD', retryable: true },
+        );
+      }
+      const token = Symbol(workerId);
+      held.set(workerId, token);
+      attached.set(token, workerId);
+      const session: WorkerSession = {
+        workerId,
+        async check() {
+          await tick();
+          return state().sessions.get(workerId) === token;
+        },
+        async close() {
+          await tick();
+          attached.delete(token);
+          if (state().sessions.get(workerId) === token) state().sessions.delete(workerId);
+        },
+      };
+      return session;
+    },
+
+    async liveSessions(workerIds) {
+      await tick();
+      const held = state().sessions;
+      return new Set(workerIds.filter((workerId) => held.has(workerId)));
+    },
   };
 }
 

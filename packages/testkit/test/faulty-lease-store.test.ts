@@ -56,4 +56,34 @@ describe('createFaultyLeaseStore', () => {
     await listing;
     expect(done).toBe(true);
   });
+
+  it('passes sessions through, and injects faults into their calls too', async () => {
+    const store = createFaultyLeaseStore(
+      createMemoryLeaseStore({ applicationName: 'faults', sessions: true }),
+    );
+    expect(store.capabilities.sessionLiveness).toBe(true);
+    const session = await store.workers.attachSession?.('w');
+    store.faults.failNext(1, { operations: ['session.check'] });
+    await expect(session?.check()).rejects.toMatchObject({ code: 'LEASE_STORE_UNAVAILABLE' });
+    expect(await session?.check()).toBe(true);
+    store.faults.failNext(1, { operations: ['workers.liveSessions'] });
+    await expect(store.workers.liveSessions?.(['w'])).rejects.toBeInstanceOf(LeaseStoreError);
+    expect(await store.workers.liveSessions?.(['w'])).toEqual(new Set(['w']));
+    await session?.close();
+    expect(store.faults.calls('session.check')).toBe(2);
+    expect(store.faults.calls('session.close')).toBe(1);
+    expect(await store.inner.workers.liveSessions?.(['w'])).toEqual(new Set());
+    expect(setup().capabilities.sessionLiveness).toBe(false);
+  });
+
+  it('closes a session whose answer it loses, so the worker can attach again', async () => {
+    const store = createFaultyLeaseStore(
+      createMemoryLeaseStore({ applicationName: 'faults', sessions: true }),
+    );
+    store.faults.loseResponseNext(1, ['workers.attachSession']);
+    await expect(store.workers.attachSession?.('w')).rejects.toMatchObject({ retryable: true });
+    expect(await store.workers.liveSessions?.(['w'])).toEqual(new Set());
+    const session = await store.workers.attachSession?.('w');
+    expect(await session?.check()).toBe(true);
+  });
 });

@@ -15,6 +15,23 @@ describeLeaseStoreConformance({
   }),
 });
 
+const sessionTable = new MemoryLeaseTable();
+
+describeLeaseStoreConformance({
+  name: 'memory with sessions',
+  setup: async () => ({
+    createStore: (applicationName) =>
+      createMemoryLeaseStore({ applicationName, table: sessionTable, sessions: true }),
+    sessions: {
+      killSession: async (applicationName, workerId) => {
+        if (!sessionTable.dropWorkerSession(applicationName, workerId)) {
+          throw new Error(`worker ${workerId} of ${applicationName} has no session to end`);
+        }
+      },
+    },
+  }),
+});
+
 describe('the conformance suite', () => {
   it('has at least 40 cases, with unique names', () => {
     expect(conformanceCases.length).toBeGreaterThanOrEqual(40);

@@ -1,6 +1,6 @@
 import { ExtendedSequenceNumber } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
-import { createMemoryLeaseStore } from '../src/index.js';
+import { createMemoryLeaseStore, MemoryLeaseTable } from '../src/index.js';
 
 describe('createMemoryLeaseStore', () => {
   it('rejects an empty application name, naming the option', () => {
@@ -27,5 +27,42 @@ describe('createMemoryLeaseStore', () => {
     expect(Object.isFrozen(result.lease)).toBe(true);
     expect(() => (result.lease.parentShardIds as string[]).push('x')).toThrow(TypeError);
     expect((await store.leases.get('s'))?.parentShardIds).toEqual(['p']);
+  });
+
+  it('has no sessions unless asked for them', () => {
+    const store = createMemoryLeaseStore({ applicationName: 'a' });
+    expect(store.capabilities.sessionLiveness).toBe(false);
+    expect(store.workers.attachSession).toBeUndefined();
+    expect(store.workers.liveSessions).toBeUndefined();
+    expect(() => createMemoryLeaseStore({ applicationName: 'a', sessions: 'yes' as never })).toThrow(
+      /sessions must be a boolean/,
+    );
+  });
+
+  it('simulates sessions: dropping one ends it for every store on the table, and the worker attaches again', async () => {
+    const table = new MemoryLeaseTable();
+    const mine = createMemoryLeaseStore({ applicationName: 'a', table, sessions: true });
+    const theirs = createMemoryLeaseStore({ applicationName: 'a', table, sessions: true });
+    const session = await mine.workers.attachSession?.('w');
+    expect(await theirs.workers.liveSessions?.(['w', 'v'])).toEqual(new Set(['w']));
+    await expect(theirs.workers.attachSession?.('w')).rejects.toMatchObject({
+      code: 'WORKER_SESSION_HELD',
+      retryable: true,
+    });
+    expect(mine.dropWorkerSession('w')).toBe(true);
+    expect(mine.dropWorkerSession('w')).toBe(false);
+    expect(await session?.check()).toBe(false);
+    expect(await theirs.workers.liveSessions?.(['w'])).toEqual(new Set());
+    const again = await theirs.workers.attachSession?.('w');
+    // The dropped session's close() must not end the new one.
+    await session?.close();
+    expect(await again?.check()).toBe(true);
+    expect(await mine.workers.liveSessions?.(['w'])).toEqual(new Set(['w']));
+  });
+
+  it('attaches nothing when the signal aborted first', async () => {
+    const store = createMemoryLeaseStore({ applicationName: 'a', sessions: true });
+    await expect(store.workers.attachSession?.('w', { signal: AbortSignal.abort() })).rejects.toThrow();
+    expect(await store.workers.liveSessions?.(['w'])).toEqual(new Set());
   });
 });

@@ -18,6 +18,7 @@ import {
   selectLease,
 } from '../sql-statements.js';
 import type { SqlRow } from '../sql-types.js';
+import { mysqlSessions } from './mysql-sessions.js';
 
 /**
  * MySQL 8 and MariaDB 10.5+. Neither has `UPDATE … RETURNING` (MariaDB 10.11 has `RETURNING` for
@@ -181,6 +182,8 @@ export const mysqlFlavor: SqlFlavor = {
       `unexpected result of the heartbeat upsert: ${String(result.numAffectedRows)} affected rows, insert id ${String(result.insertId)}`,
     );
   },
+
+  sessions: mysqlSessions,
 
   async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
     await sql`insert into ${sql.table(tables.applications)}

@@ -11,6 +11,7 @@ import {
   type SqlColumnTypes,
 } from '../sql-schema.js';
 import type { SqlRow } from '../sql-types.js';
+import { postgresSessions } from './postgres-sessions.js';
 
 /**
  * PostgreSQL: `RETURNING` on every write, so each lease operation is one statement and one round
@@ -53,6 +54,8 @@ export const postgresFlavor: SqlFlavor = {
   },
 
   heartbeatWorker: heartbeatReturning,
+
+  sessions: postgresSessions,
 
   async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
     await sql`insert into ${sql.table(tables.applications)}

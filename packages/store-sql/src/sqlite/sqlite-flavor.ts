@@ -55,6 +55,9 @@ export const sqliteFlavor: SqlFlavor = {
 
   heartbeatWorker: heartbeatReturning,
 
+  // One file, no server and no sessions: a dead worker's leases are taken when they expire.
+  sessions: null,
+
   async setMigrationMarker(db, tables, applicationName, migratedTo, migratedAtMs) {
     await sql`insert into ${sql.table(tables.applications)}
         (${sql.ref('application_name')}, ${sql.ref('migrated_to')}, ${sql.ref('migrated_at_ms')})

@@ -10,6 +10,30 @@ export interface ConformanceHarness {
    * absent. Adapters that can read their own tables offer it, so the suite checks what was written.
    */
   readRawLease?(applicationName: string, leaseKey: string): Promise<Record<string, unknown> | null>;
+  /** What the session liveness cases need beyond the store (stores with `capabilities.sessionLiveness`). */
+  readonly sessions?: ConformanceSessionHarness;
+}
+
+/** How the suite ends worker sessions from outside the store, as a dying process or a database would. */
+export interface ConformanceSessionHarness {
+  /**
+   * Ends, from another connection, the database session that holds `workerId`'s session lock in
+   * `applicationName` — what an administrator (PostgreSQL `pg_terminate_backend`, MySQL `KILL`) or a
+   * failing server does. Resolves once the database was told; the session may take a moment to end.
+   */
+  killSession(applicationName: string, workerId: string): Promise<void>;
+  /**
+   * How to start a separate Node process that attaches `workerId`'s session in `applicationName` on
+   * this harness's database, writes the line `attached` to its standard output and then waits until it
+   * is killed. Absent where sessions live inside the test's own process (the memory store).
+   */
+  holderProcess?(applicationName: string, workerId: string): ConformanceHolderCommand;
+}
+
+export interface ConformanceHolderCommand {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd?: string;
 }
 
 /** Assertions the cases need; the vitest binding passes ones built on the running test's `expect`. */
@@ -32,6 +56,10 @@ export interface ConformanceContext {
   otherStore(applicationName?: string): Promise<LeaseStore>;
   /** A fresh, unique application name. */
   freshApplicationName(prefix?: string): string;
+  /** Ends the case as skipped, visibly, with the reason (a capability the store does not have). */
+  skip(reason: string): never;
+  /** Reports a measurement or an observation in the test output. */
+  note(message: string): void;
 }
 
 export interface ConformanceCase {

@@ -10,6 +10,7 @@ import { readCases } from './cases/read-cases.js';
 import { releaseCases } from './cases/release-cases.js';
 import { renewCases } from './cases/renew-cases.js';
 import { schemaCases } from './cases/schema-cases.js';
+import { sessionCases } from './cases/session-cases.js';
 import { sharingCases } from './cases/sharing-cases.js';
 import { takeCases } from './cases/take-cases.js';
 import { v2Cases } from './cases/v2-cases.js';
@@ -30,6 +31,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...v2Cases,
   ...handoffCases,
   ...workerCases,
+  ...sessionCases,
   ...markerCases,
   ...sharingCases,
   ...keyCases,

@@ -15,6 +15,8 @@ export type {
   ConformanceCase,
   ConformanceContext,
   ConformanceHarness,
+  ConformanceHolderCommand,
+  ConformanceSessionHarness,
 } from './conformance-case.js';
 export { conformanceCases } from './conformance-cases.js';
 export type { LeaseChecks } from './lease-checks.js';
@@ -34,6 +36,11 @@ export interface LeaseStoreConformanceOptions {
   readonly skip?: string | null;
   /** Run only the cases whose names match (for debugging an adapter). */
   readonly only?: RegExp;
+  /**
+   * Told what a case measured (how soon a store saw a session end, say), besides the test's own
+   * annotation; e.g. `console.info` to see it in any reporter.
+   */
+  readonly onNote?: (message: string) => void;
 }
 
 let counter = 0;
@@ -74,9 +81,13 @@ export function describeLeaseStoreConformance(options: LeaseStoreConformanceOpti
           const register = skip === null ? it : it.skip;
           register(
             skip === null ? testCase.name : `${testCase.name} (skipped: ${skip})`,
-            async ({ expect }) => {
+            async ({ expect, skip, annotate }) => {
               if (harness === undefined) throw new Error('conformance harness was not set up');
-              await testCase.run(await contextFor(harness, assertWith(expect)));
+              const note = (message: string): void => {
+                void annotate(message);
+                options.onNote?.(`${options.name} / ${group} / ${testCase.name}: ${message}`);
+              };
+              await testCase.run(await contextFor(harness, assertWith(expect), skip, note));
             },
           );
         }
@@ -96,6 +107,8 @@ function assertWith(expect: ExpectStatic): ConformanceAssert {
 async function contextFor(
   harness: ConformanceHarness,
   assert: ConformanceAssert,
+  skip: (reason: string) => never,
+  note: (message: string) => void,
 ): Promise<ConformanceContext> {
   const open = async (applicationName: string): Promise<LeaseStore> => {
     const store = await harness.createStore(applicationName);
@@ -112,5 +125,7 @@ async function contextFor(
     check: createLeaseChecks(assert),
     otherStore: (name) => open(name ?? uniqueApplicationName('other')),
     freshApplicationName: (prefix) => uniqueApplicationName(prefix),
+    skip,
+    note,
   };
 }

@@ -19,6 +19,12 @@ export const schemaCases = caseGroup('schema', {
     assert.equal(store.applicationName, applicationName);
     assert.equal(typeof store.capabilities.batchRenew, 'boolean');
     assert.equal(typeof store.capabilities.consistentReads, 'boolean');
+    assert.equal(typeof store.capabilities.sessionLiveness, 'boolean');
+    assert.equal(
+      [typeof store.workers.attachSession, typeof store.workers.liveSessions],
+      store.capabilities.sessionLiveness ? ['function', 'function'] : ['undefined', 'undefined'],
+      'the session calls exist exactly when capabilities.sessionLiveness is true',
+    );
     assert.ok(typeof store.description === 'string' && store.description.length > 0, 'description is set');
   },
 });
