@@ -7,12 +7,15 @@ export interface ProcessorInstance {
   readonly leaseKey: string;
   readonly createdAt: number;
   live: boolean;
+  /** When its worker noticed the lease was lost (a `lease-lost` event), or null. */
+  lossNoticedAt: number | null;
 }
 
 /**
  * Watches processor instances for the ownership invariants: at most one live instance per lease in a
- * worker, and no delivery by an instance later than the documented window after its lease went to
- * another owner.
+ * worker, no delivery by an instance later than the documented window after its lease went to
+ * another owner (or was deleted), and — when asked — no delivery begun after its worker noticed the
+ * lease was lost.
  */
 export class ConsumerWatch {
   readonly #ledger: Ledger;
@@ -22,11 +25,19 @@ export class ConsumerWatch {
   /** Per lease key: when the stored owner changed, and to whom. */
   readonly #owners = new Map<string, Array<{ readonly at: number; readonly owner: string | null }>>();
   #nextId = 1;
+  /** Whether a delivery begun after the worker noticed the loss of its lease is a violation. */
+  checkDeliveriesAfterLoss = false;
 
   constructor(ledger: Ledger, now: () => number, windowMs: number) {
     this.#ledger = ledger;
     this.#now = now;
     this.#windowMs = windowMs;
+  }
+
+  /** A worker noticed it lost a lease (a `lease-lost` event): its instance for it must deliver no more. */
+  lossNoticed(workerId: string, leaseKey: string): void {
+    const instance = this.#live.get(`${workerId}\u0000${leaseKey}`);
+    if (instance !== undefined) instance.lossNoticedAt ??= this.#now();
   }
 
   /** The store saw the owner of a lease change. */
@@ -51,6 +62,7 @@ export class ConsumerWatch {
       leaseKey,
       createdAt: this.#now(),
       live: true,
+      lossNoticedAt: null,
     };
     this.#live.set(key, instance);
     return instance;
@@ -74,6 +86,12 @@ export class ConsumerWatch {
 
   /** An instance starts delivering (processRecords, or a pipeline handler). */
   delivering(instance: ProcessorInstance): void {
+    if (this.checkDeliveriesAfterLoss && instance.lossNoticedAt !== null) {
+      this.#ledger.violate(
+        'delivered-after-loss',
+        `${instance.workerId} instance #${instance.id} began a delivery on ${instance.leaseKey} at ${this.#now()} ms, after its worker noticed at ${instance.lossNoticedAt} ms that the lease was lost`,
+      );
+    }
     const lostAt = this.#lostAt(instance);
     if (lostAt !== null && this.#now() > lostAt + this.#windowMs) {
       this.#ledger.violate(

@@ -1,5 +1,6 @@
 import type { KclEvent, Lease } from '@kcl/core';
 import { ExtendedSequenceNumber } from '@kcl/core';
+import type { FleetStreams } from './fleet-streams.js';
 import type { Ledger } from './ledger.js';
 import type { SimulatedStores } from './simulated-migration.js';
 import type { SimulatedStream } from './simulated-stream.js';
@@ -34,6 +35,47 @@ export async function shardsBehind(
       behind.push(
         `${shard.shardId} (open) is at ${lease.checkpoint}, not at its last record ${last}, ${ownerState(lease)}`,
       );
+    }
+  }
+  return behind;
+}
+
+/**
+ * `shardsBehind` for several streams: the streams listed and the former streams whose leases are still
+ * there (a former stream's open shard may have lost its lease already). An open shard must be at its
+ * last record in scope (a stream read from a timestamp never reads the records before it).
+ */
+export async function streamsBehind(
+  stores: SimulatedStores,
+  streams: FleetStreams,
+  ledger: Ledger,
+  ownerState: (lease: Lease) => string,
+): Promise<string[]> {
+  const leases = new Map((await stores.leases()).map((lease) => [lease.leaseKey, lease]));
+  const behind: string[] = [];
+  for (const entry of streams.all) {
+    if (entry.state !== 'listed' && entry.state !== 'former') continue;
+    for (const shard of entry.stream.shards()) {
+      const leaseKey = streams.leaseKey(entry, shard.shardId);
+      const name = `${entry.stream.name}/${shard.shardId}`;
+      const lease = leases.get(leaseKey);
+      const closed = shard.endingSequenceNumber !== null;
+      if (lease === undefined) {
+        if (!closed && entry.state === 'listed') behind.push(`${name} (open) has no lease`);
+        continue;
+      }
+      if (closed) {
+        if (!lease.checkpoint.isShardEnd) {
+          behind.push(`${name} (closed) is at ${lease.checkpoint}, ${ownerState(lease)}`);
+        }
+        continue;
+      }
+      const last = ledger.lastRequiredSequenceNumberOf(leaseKey);
+      if (last !== null && lease.checkpoint.isBefore(ExtendedSequenceNumber.of(last))) {
+        behind.push(
+          `${name} (open) is at ${lease.checkpoint}, before its last record ${last}, ${ownerState(lease)}`,
+        );
+      }
     }
   }
   return behind;

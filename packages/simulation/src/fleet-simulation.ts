@@ -8,7 +8,8 @@ import { SEAL_OWNER } from '@kcl/store-migrate';
 import { type FaultController, seededRandom } from '@kcl/testkit';
 import { ConsumerWatch } from './consumer-watch.js';
 import { drawKinesisFaults, type FaultContext, injectStoreFault } from './fault-schedule.js';
-import { shardsBehind, storyOfEvent } from './fleet-progress.js';
+import { shardsBehind, storyOfEvent, streamsBehind } from './fleet-progress.js';
+import { FleetStreams, KEYS_PER_STREAM } from './fleet-streams.js';
 import { Ledger, type Violation } from './ledger.js';
 import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
 import { SimulatedMigration, type SimulatedStores, simulatedMemoryStores } from './simulated-migration.js';
@@ -29,8 +30,14 @@ export interface FleetSimulationOptions {
   readonly processor?: ProcessorKind;
   /** Adds every handling of this key's records to the story. */
   readonly traceKey?: string;
-  /** One memory store, or a live migration between two; default: chosen by the seed. */
+  /** One memory store, or a live migration between two; default: chosen by the seed (memory with several streams). */
   readonly stores?: 'memory' | 'migration';
+  /**
+   * How many streams the application reads (default 1). With two or more, the workers get a stream
+   * tracker whose list the schedule changes: streams are added and dropped, and former streams' leases
+   * are deleted after a wait; the invariants are checked per stream.
+   */
+  readonly streams?: number;
 }
 
 export interface FleetSimulationResult {
@@ -40,6 +47,16 @@ export interface FleetSimulationResult {
   readonly violations: readonly Violation[];
   /** The schedule and what the fleet did, one line each, in time order. */
   readonly story: readonly string[];
+  /** Several streams: what happened to the list and to former streams' leases. */
+  readonly streams?: {
+    readonly count: number;
+    readonly added: number;
+    readonly removed: number;
+    readonly deleted: number;
+    readonly recreated: number;
+    /** The longest a record waited from its writing to its first handling. */
+    readonly longestWaitMs: number;
+  };
   readonly stats: {
     readonly produced: number;
     readonly duplicates: number;
@@ -58,11 +75,13 @@ const STREAM = 'simulated-stream';
 const KEYS = 16;
 const MAX_WORKERS = 5;
 const MAX_OPEN_SHARDS = 6;
+const MAX_OPEN_SHARDS_PER_STREAM = 4;
 /** How long producing goes on after the chaos, so every lease must still move at the end. */
 const TAIL_PRODUCING_MS = 4_000;
 
 interface SimulatedWorker {
   readonly workerId: string;
+  readonly startedAt: number;
   readonly clock: FreezableClock;
   readonly storeFaults: FaultController;
   readonly kinesis: KinesisCaller;
@@ -81,7 +100,7 @@ export async function runFleetSimulation(options: FleetSimulationOptions): Promi
 }
 
 class FleetRun {
-  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey' | 'stores'>>;
+  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey' | 'stores' | 'streams'>>;
   readonly #clock = new SimulationClock();
   readonly #random: RandomSource;
   readonly #processor: ProcessorKind;
@@ -89,6 +108,8 @@ class FleetRun {
   readonly #ledger: Ledger;
   readonly #watch: ConsumerWatch;
   readonly #stream: SimulatedStream;
+  /** Several streams: the streams and their list; null when the application reads one stream. */
+  readonly #streams: FleetStreams | null;
   readonly #kinesis: SimulatedKinesis;
   readonly #stores: SimulatedStores;
   readonly #migration: SimulatedMigration | null;
@@ -127,9 +148,31 @@ class FleetRun {
     );
     this.#ledger.orderChecked = !this.#partialFailures;
     this.#watch = new ConsumerWatch(this.#ledger, now, SIMULATION_TIMINGS.leaseExpiryMs);
-    this.#stream = new SimulatedStream(STREAM, 2 + Math.floor(this.#random() * 3), () => this.#clock.now());
+    const firstShards = 2 + Math.floor(this.#random() * 3);
+    this.#streams =
+      (options.streams ?? 1) > 1
+        ? new FleetStreams({
+            count: options.streams ?? 1,
+            firstShards,
+            random: this.#random,
+            clock: this.#clock,
+            ledger: this.#ledger,
+            tell: (line) => this.#tell(line),
+            // Longer than the longest a record waits for its first handling under the chaos (seeds
+            // 1–300 of three streams: 16 s; with poison messages, which block a key for up to 15 s
+            // each, 33 s).
+            graceMs: this.#poisonMessages ? 40_000 : 25_000,
+          })
+        : null;
+    this.#stream =
+      this.#streams?.all[0]?.stream ?? new SimulatedStream(STREAM, firstShards, () => this.#clock.now());
     this.#kinesis = new SimulatedKinesis(this.#stream, this.#clock, seededRandom(options.seed ^ 0x5eed));
-    const useMigration = (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration';
+    this.#streams?.serve(this.#kinesis);
+    // Several streams: the checks of former streams follow one lease table (no live migration).
+    this.#watch.checkDeliveriesAfterLoss = this.#streams !== null;
+    const useMigration =
+      this.#streams === null &&
+      (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration';
     const onChange = (table: string, before: Lease | undefined, after: Lease | undefined): void =>
       this.#leaseChanged(table, before, after);
     this.#migration = useMigration ? new SimulatedMigration(APPLICATION, this.#clock, onChange) : null;
@@ -139,7 +182,7 @@ class FleetRun {
   async execute(): Promise<FleetSimulationResult> {
     const { chaosMs, settleLimitMs } = this.#options;
     this.#tell(
-      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#stream.openShards().length} shards, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}`,
+      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#streams?.describe() ?? `${this.#stream.openShards().length} shards`}, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}`,
     );
     void this.#produce();
     let operating: Promise<void> = Promise.resolve();
@@ -165,13 +208,20 @@ class FleetRun {
       at += 200 + Math.floor(-Math.log(1 - this.#random()) * 1_300);
       if (at >= chaosMs) break;
       await this.#clock.runUntil(at);
-      this.#act();
+      if (this.#streams === null) this.#act();
+      else this.#actOnStreams(this.#streams);
     }
     await this.#clock.runUntil(chaosMs);
 
     // The calm: faults end, at least two workers run, producing stops soon; the fleet must catch up.
     this.#tell('chaos ends: faults cleared');
     this.#clearFaults();
+    if (this.#streams !== null) {
+      // Every stream is read by the end: those never listed are listed now (their backlog is required).
+      for (const entry of this.#streams.all) {
+        if (entry.state === 'dormant') this.#streams.add(entry, false);
+      }
+    }
     while (this.#running().length < 2) this.#startWorker();
     const settleBy = chaosMs + settleLimitMs;
     await this.#clock.runUntil(chaosMs + TAIL_PRODUCING_MS);
@@ -189,7 +239,13 @@ class FleetRun {
       this.#tell('every shard is read to its end or tip');
       // One more record per key, read by a settled fleet: whatever a previous owner wrote late in a
       // steal window is overwritten now, so the final table must hold every key's last record.
-      for (let key = 0; key < KEYS; key++) this.#put(`key-${key}`);
+      if (this.#streams === null) {
+        for (let key = 0; key < KEYS; key++) this.#put(`key-${key}`);
+      } else {
+        for (const entry of this.#streams.listed()) {
+          for (let key = 0; key < KEYS_PER_STREAM; key++) this.#streams.put(entry, key);
+        }
+      }
       this.#tell('a last record per key');
       settled = false;
       const lastBy = this.#clock.monotonicNow() + settleLimitMs;
@@ -216,6 +272,7 @@ class FleetRun {
       if (!this.#migration.complete)
         this.#ledger.violate('stall', 'the live migration’s cut-over never completed');
     }
+    if (this.#streams !== null) this.#checkFormerStreamsDeleted(this.#streams);
     // Everyone stops gracefully; each stop must end within the shutdown timeout.
     for (const worker of this.#running()) this.#stopWorker(worker);
     await this.#clock.runUntil(this.#clock.monotonicNow() + SIMULATION_TIMINGS.shutdownTimeoutMs + 2_000);
@@ -224,7 +281,11 @@ class FleetRun {
     }
     // A lost record makes its key stale too; the final state says something only when nothing was lost.
     const lost = this.#ledger.unhandled > 0;
-    for (const stale of lost ? [] : this.#ledger.staleKeys()) {
+    // Several streams: the streams listed at the end got the last record per key.
+    const listedAtEnd = this.#streams?.listed().map((entry) => `${entry.stream.name}:`) ?? null;
+    const include = (key: string): boolean =>
+      listedAtEnd === null || listedAtEnd.some((prefix) => key.startsWith(prefix));
+    for (const stale of lost ? [] : this.#ledger.staleKeys(include)) {
       this.#ledger.violate(
         'final-state',
         `key ${stale.key}: the last write was #${stale.actual ?? 'none'}, not the last record #${stale.expected}`,
@@ -236,6 +297,15 @@ class FleetRun {
       stores: this.#stores.kind,
       violations: this.#ledger.violations,
       story: this.#story,
+      ...(this.#streams === null
+        ? {}
+        : {
+            streams: {
+              count: this.#streams.all.length,
+              ...this.#streams.stats,
+              longestWaitMs: this.#ledger.longestWaitMs,
+            },
+          }),
       stats: {
         produced: this.#ledger.producedCount,
         duplicates: this.#ledger.duplicates(),
@@ -283,6 +353,60 @@ class FleetRun {
     }
   }
 
+  /** The schedule of a multi-stream run: the single-stream actions, and the list of streams changing. */
+  #actOnStreams(streams: FleetStreams): void {
+    const roll = this.#random();
+    const running = this.#running();
+    if (roll < 0.12) {
+      if (running.length < MAX_WORKERS) this.#startWorker();
+    } else if (roll < 0.22) {
+      if (running.length > 1) this.#crash(this.#pick(running));
+    } else if (roll < 0.29) {
+      if (running.length > 1) this.#stopWorker(this.#pick(running));
+    } else if (roll < 0.34) {
+      const crashed = [...this.#workers.values()].filter((worker) => worker.state === 'crashed');
+      if (crashed.length > 0) this.#startWorker(this.#pick(crashed).workerId);
+    } else if (roll < 0.42) {
+      const { stream } = this.#pick(streams.all);
+      const open = stream.openShards();
+      if (open.length < MAX_OPEN_SHARDS_PER_STREAM) {
+        const parent = this.#pick(open);
+        const [low, high] = stream.split(parent.shardId);
+        this.#stats.splits += 1;
+        this.#tell(`split ${stream.name}/${parent.shardId} into ${low.shardId} and ${high.shardId}`);
+      }
+    } else if (roll < 0.48) {
+      const { stream } = this.#pick(streams.all);
+      const pairs = stream.adjacentOpenPairs();
+      if (pairs.length > 0) {
+        const [low, high] = this.#pick(pairs);
+        const child = stream.merge(low.shardId, high.shardId);
+        this.#stats.merges += 1;
+        this.#tell(`merge ${stream.name}/${low.shardId} and ${high.shardId} into ${child.shardId}`);
+      }
+    } else if (roll < 0.56) {
+      const removable = streams.all.filter((entry) => streams.removable(entry));
+      if (removable.length > 0 && streams.listed().length > 1) streams.remove(this.#pick(removable));
+    } else if (roll < 0.64) {
+      const unlisted = streams.all.filter((entry) => entry.state !== 'listed');
+      if (unlisted.length > 0) {
+        const entry = this.#pick(unlisted);
+        streams.add(entry, entry.state !== 'former' && this.#random() < 0.3);
+      }
+    } else if (roll < 0.67) {
+      const durationMs = 500 + Math.floor(this.#random() * 4_000);
+      streams.trackerFailing = true;
+      this.#tell(`the stream tracker fails for ${durationMs} ms`);
+      void this.#clock.sleep(durationMs).then(() => {
+        streams.trackerFailing = false;
+      });
+    } else if (roll < 0.84) {
+      this.#storeFault();
+    } else {
+      this.#kinesisFault();
+    }
+  }
+
   #storeFault(): void {
     const running = this.#running();
     const worker = running.length > 0 && this.#random() < 0.5 ? this.#pick(running) : null;
@@ -323,6 +447,7 @@ class FleetRun {
   }
 
   #clearFaults(): void {
+    if (this.#streams !== null) this.#streams.trackerFailing = false;
     for (const { faults } of this.#stores.globalFaults) faults.restore().setLatency(0);
     this.#kinesis.faults = NO_KINESIS_FAULTS;
     for (const worker of this.#workers.values()) {
@@ -336,7 +461,12 @@ class FleetRun {
     while (this.#producing) {
       await this.#clock.sleep(40 + Math.floor(random() * 120));
       if (!this.#producing) return;
-      this.#put(`key-${Math.floor(random() * KEYS)}`);
+      if (this.#streams === null) {
+        this.#put(`key-${Math.floor(random() * KEYS)}`);
+      } else {
+        const entry = this.#streams.all[Math.floor(random() * this.#streams.all.length)];
+        if (entry !== undefined) this.#streams.put(entry, Math.floor(random() * KEYS_PER_STREAM));
+      }
     }
   }
 
@@ -362,8 +492,16 @@ class FleetRun {
         ? this.#stores.workerStore(clock)
         : this.#migration.workerStore(clock, plainTarget);
     const random = seededRandom((this.#options.seed * 31 + this.#stats.workers * 7919) >>> 0);
+    const streams =
+      this.#streams === null
+        ? { streamName: STREAM }
+        : {
+            streamTracker: this.#streams.tracker,
+            streamSyncIntervalMs: this.#streams.syncIntervalMs,
+            formerStreams: this.#streams.formerStreams,
+          };
     const consumer = createConsumer({
-      streamName: STREAM,
+      ...streams,
       applicationName: APPLICATION,
       workerId,
       kinesis: this.#kinesis.client(kinesis),
@@ -390,6 +528,7 @@ class FleetRun {
     });
     const worker: SimulatedWorker = {
       workerId,
+      startedAt: this.#clock.monotonicNow(),
       clock,
       storeFaults,
       kinesis,
@@ -446,6 +585,11 @@ class FleetRun {
   // ── observation ─────────────────────────────────────────────────────────────────────────────
 
   #leaseChanged(table: string, before: Lease | undefined, after: Lease | undefined): void {
+    if (this.#streams !== null) {
+      this.#streams.leaseChanged(before, after);
+      // A deleted lease has no owner: its last owner delivers nothing later than the window after.
+      if (after === undefined && before !== undefined) this.#watch.ownerChanged(before.leaseKey, null);
+    }
     if (after === undefined) return;
     const key = after.leaseKey;
     if (table === 'source') {
@@ -474,6 +618,9 @@ class FleetRun {
   }
 
   #event(event: KclEvent): void {
+    if (this.#streams !== null && event.type === 'lease-lost') {
+      this.#watch.lossNoticed(event.workerId, event.leaseKey);
+    }
     const line = storyOfEvent(event);
     if (line !== null) this.#tell(line);
   }
@@ -496,7 +643,22 @@ class FleetRun {
   }
 
   #behind(): Promise<string[]> {
-    return shardsBehind(this.#stores, this.#stream, this.#ledger, (lease) => this.#ownerState(lease));
+    const ownerState = (lease: Lease): string => this.#ownerState(lease);
+    if (this.#streams !== null) return streamsBehind(this.#stores, this.#streams, this.#ledger, ownerState);
+    return shardsBehind(this.#stores, this.#stream, this.#ledger, ownerState);
+  }
+
+  /** Former streams whose leases should be gone by now (the wait and two stream syncs passed). */
+  #checkFormerStreamsDeleted(streams: FleetStreams): void {
+    const running = this.#running();
+    if (running.length === 0) return;
+    const oldest = Math.min(...running.map((worker) => worker.startedAt));
+    for (const entry of streams.overdue(this.#clock.monotonicNow(), oldest)) {
+      this.#ledger.violate(
+        'former-stream',
+        `${entry.stream.name} was dropped from the list at ${entry.removedAt} ms and ${entry.leases} of its leases are still in the table (waitMs ${streams.formerStreams.waitMs}, stream sync every ${streams.syncIntervalMs} ms)`,
+      );
+    }
   }
 
   /** The lease's owner and what its shard consumer there is doing, for a stall report. */
@@ -530,7 +692,8 @@ class FleetRun {
   }
 
   #tell(line: string): void {
-    this.#story.push(`${(this.#clock.monotonicNow() / 1_000).toFixed(3).padStart(8)}s  ${line}`);
+    const told = this.#streams?.shorten(line) ?? line;
+    this.#story.push(`${(this.#clock.monotonicNow() / 1_000).toFixed(3).padStart(8)}s  ${told}`);
   }
 }
 

@@ -9,13 +9,24 @@ import {
   MemoryLeaseTable,
   seededRandom,
 } from '@kcl/testkit';
-import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
+import {
+  type KinesisCaller,
+  NO_KINESIS_FAULTS,
+  SimulatedKinesis,
+  simulatedStreamIdentifier,
+} from './simulated-kinesis.js';
 import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
 
 export interface ScenarioOptions {
+  /** The shards of the stream (one stream). */
   readonly shards?: number;
+  /**
+   * Several streams, by name, with their shard counts (instead of `shards`): each has its own sequence
+   * number space, and workers given `streams` or `streamTracker` read them as one application.
+   */
+  readonly streams?: Readonly<Record<string, number>>;
   readonly seed?: number;
   readonly applicationName?: string;
 }
@@ -39,7 +50,10 @@ export interface ScenarioWorker {
  */
 export class Scenario {
   readonly clock = new SimulationClock();
+  /** The stream (with several: the first). */
   readonly stream: SimulatedStream;
+  /** Every stream, by name. */
+  readonly streams = new Map<string, SimulatedStream>();
   readonly kinesis: SimulatedKinesis;
   readonly table = new MemoryLeaseTable();
   readonly applicationName: string;
@@ -48,20 +62,29 @@ export class Scenario {
   /** Every stored lease change, in order. */
   readonly changes: Array<{ readonly at: number; readonly before?: Lease; readonly after?: Lease }> = [];
   readonly #seed: number;
+  readonly #listeners: Array<(before: Lease | undefined, after: Lease | undefined) => void> = [];
   #workers = 0;
 
   constructor(options: ScenarioOptions = {}) {
     this.#seed = options.seed ?? 1;
     this.applicationName = options.applicationName ?? 'scenario';
-    this.stream = new SimulatedStream('scenario-stream', options.shards ?? 1, () => this.clock.now());
-    this.kinesis = new SimulatedKinesis(this.stream, this.clock, seededRandom(this.#seed));
-    observeLeaseTable(this.table, this.applicationName, (before, after) =>
+    const shardCounts = Object.entries(options.streams ?? { 'scenario-stream': options.shards ?? 1 });
+    for (const [index, [name, shards]] of shardCounts.entries()) {
+      this.streams.set(
+        name,
+        new SimulatedStream(name, shards, () => this.clock.now(), { sequenceSpace: index }),
+      );
+    }
+    this.stream = [...this.streams.values()][0] as SimulatedStream;
+    this.kinesis = new SimulatedKinesis([...this.streams.values()], this.clock, seededRandom(this.#seed));
+    observeLeaseTable(this.table, this.applicationName, (before, after) => {
       this.changes.push({
         at: this.clock.monotonicNow(),
         ...(before === undefined ? {} : { before }),
         ...(after === undefined ? {} : { after }),
-      }),
-    );
+      });
+      for (const listener of this.#listeners) listener(before, after);
+    });
     const memory = createMemoryLeaseStore({
       applicationName: this.applicationName,
       table: this.table,
@@ -71,7 +94,15 @@ export class Scenario {
     this.store = createFaultyLeaseStore(memory, { clock: this.clock });
   }
 
-  /** Starts a worker (not awaited: time only moves in `run`). */
+  /** Calls `listener` with every later change of a stored lease (`after` undefined: deleted). */
+  onLeaseChange(listener: (before: Lease | undefined, after: Lease | undefined) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /**
+   * Starts a worker (not awaited: time only moves in `run`). It reads the scenario's stream unless
+   * `options` name `streams` or a `streamTracker`.
+   */
   worker(
     workerId: string,
     options: Omit<ConsumerOptions, 'streamName' | 'applicationName' | 'kinesis' | 'leaseStore' | 'workerId'> &
@@ -87,7 +118,9 @@ export class Scenario {
       clock,
       random: seededRandom(this.#seed * 31 + this.#workers++),
       ...options,
-      streamName: this.stream.name,
+      ...(options.streams === undefined && options.streamTracker === undefined
+        ? { streamName: this.stream.name }
+        : {}),
       applicationName: this.applicationName,
       workerId,
       kinesis: this.kinesis.client(kinesis) as KinesisClient,
@@ -109,11 +142,20 @@ export class Scenario {
     };
   }
 
-  /** Appends records `key#1 … key#count` (or the given payloads) to the stream. */
-  put(key: string, count: number): void {
+  /** Appends records `key#1 … key#count` to the stream (or to the stream named `streamName`). */
+  put(key: string, count: number, streamName?: string): void {
+    const stream = streamName === undefined ? this.stream : this.streams.get(streamName);
+    if (stream === undefined) throw new Error(`simulation: no stream ${streamName}`);
     for (let index = 1; index <= count; index++) {
-      this.stream.put(key, new TextEncoder().encode(`${key}#${index}`));
+      stream.put(key, new TextEncoder().encode(`${key}#${index}`));
     }
+  }
+
+  /** The multi-stream identifier of a stream (`account:name:creationEpochSeconds`): its lease key prefix. */
+  identifier(streamName: string): string {
+    const stream = this.streams.get(streamName);
+    if (stream === undefined) throw new Error(`simulation: no stream ${streamName}`);
+    return simulatedStreamIdentifier(stream);
   }
 
   /** Lets `ms` of simulated time pass. */

@@ -1,5 +1,7 @@
 import {
   type ChildShard,
+  DescribeStreamSummaryCommand,
+  type DescribeStreamSummaryCommandOutput,
   GetRecordsCommand,
   type GetRecordsCommandOutput,
   GetShardIteratorCommand,
@@ -45,6 +47,19 @@ const ITERATOR_LIFETIME_MS = 300_000;
 /** GetRecords calls per shard per second before Kinesis throttles. */
 const READS_PER_SHARD_PER_SECOND = 5;
 const LIST_SHARDS_PAGE = 3;
+/** The region and account of the simulated streams' ARNs. */
+export const SIMULATED_REGION = 'us-east-1';
+export const SIMULATED_ACCOUNT = '123456789012';
+
+/** The ARN Kinesis gives a simulated stream. */
+export function simulatedStreamArn(streamName: string): string {
+  return `arn:aws:kinesis:${SIMULATED_REGION}:${SIMULATED_ACCOUNT}:stream/${streamName}`;
+}
+
+/** The multi-stream identifier (`account:name:creationEpochSeconds`) of a simulated stream. */
+export function simulatedStreamIdentifier(stream: SimulatedStream): string {
+  return `${SIMULATED_ACCOUNT}:${stream.name}:${Math.floor(stream.createdAt / 1_000)}`;
+}
 
 class SimulatedServiceError extends Error {
   readonly $metadata: { readonly httpStatusCode: number };
@@ -72,23 +87,39 @@ export interface KinesisCaller {
 }
 
 /**
- * The Kinesis API (ListShards, GetShardIterator, GetRecords) over a `SimulatedStream`, with the
- * service's rules that matter to a consumer: paginated listings with shard filters, iterators that
- * expire, five reads per second per shard, records and the shard's end in one response, ChildShards
- * at the end (or not), and injected faults.
+ * The Kinesis API (ListShards, GetShardIterator, GetRecords, DescribeStreamSummary) over one or more
+ * `SimulatedStream`s, addressed by name or ARN, with the service's rules that matter to a consumer:
+ * paginated listings with shard filters, iterators that expire, five reads per second per shard,
+ * records and the shard's end in one response, ChildShards at the end (or not), and injected faults.
  */
 export class SimulatedKinesis {
+  /** The first stream (the only one of a single-stream simulation). */
   readonly stream: SimulatedStream;
+  readonly #streams = new Map<string, SimulatedStream>();
   readonly #clock: SimulationClock;
   readonly #random: RandomSource;
   readonly #reads = new Map<string, number[]>();
   faults: KinesisFaults = NO_KINESIS_FAULTS;
   #calls = 0;
 
-  constructor(stream: SimulatedStream, clock: SimulationClock, random: RandomSource) {
-    this.stream = stream;
+  constructor(
+    streams: SimulatedStream | readonly SimulatedStream[],
+    clock: SimulationClock,
+    random: RandomSource,
+  ) {
+    const list = Array.isArray(streams)
+      ? (streams as readonly SimulatedStream[])
+      : [streams as SimulatedStream];
+    if (list[0] === undefined) throw new Error('simulation: a simulated Kinesis needs a stream');
+    this.stream = list[0];
+    for (const stream of list) this.addStream(stream);
     this.#clock = clock;
     this.#random = random;
+  }
+
+  /** Serves one more stream (a stream created under a name already served replaces it: a re-creation). */
+  addStream(stream: SimulatedStream): void {
+    this.#streams.set(stream.name, stream);
   }
 
   get calls(): number {
@@ -120,19 +151,38 @@ export class SimulatedKinesis {
     if (this.#random() < faults.transient) {
       throw new SimulatedServiceError('InternalFailureException', 'simulated internal failure', 500);
     }
-    if (this.stream.deleted) {
+    const stream = this.#target(command);
+    if (stream === undefined || stream.deleted) {
       throw new SimulatedServiceError(
         'ResourceNotFoundException',
-        `Stream ${this.stream.name} not found`,
+        `Stream ${stream?.name ?? streamNameOf(command) ?? '(unnamed)'} not found`,
         400,
       );
     }
-    if (command instanceof ListShardsCommand) return this.#listShards(command.input);
-    if (command instanceof GetShardIteratorCommand) return this.#getShardIterator(command.input);
+    if (command instanceof ListShardsCommand) return this.#listShards(stream, command.input);
+    if (command instanceof GetShardIteratorCommand) return this.#getShardIterator(stream, command.input);
     if (command instanceof GetRecordsCommand) {
-      return this.#getRecords(command.input.ShardIterator ?? '', command.input.Limit ?? 10_000, faults);
+      return this.#getRecords(
+        stream,
+        command.input.ShardIterator ?? '',
+        command.input.Limit ?? 10_000,
+        faults,
+      );
     }
+    if (command instanceof DescribeStreamSummaryCommand) return this.#describeStreamSummary(stream);
     throw new SimulatedServiceError('UnknownOperationException', 'simulation: operation not simulated', 400);
+  }
+
+  /** The stream a command is about: its name or ARN, the stream of its iterator or page token. */
+  #target(command: unknown): SimulatedStream | undefined {
+    if (command instanceof GetRecordsCommand) {
+      return this.#streams.get(iteratorParts(command.input.ShardIterator ?? '').streamName);
+    }
+    if (command instanceof ListShardsCommand && command.input.NextToken !== undefined) {
+      return this.#streams.get(command.input.NextToken.split(':')[3] ?? '');
+    }
+    const name = streamNameOf(command);
+    return name === undefined ? undefined : this.#streams.get(name);
   }
 
   #combined(own: KinesisFaults): KinesisFaults {
@@ -148,7 +198,10 @@ export class SimulatedKinesis {
     };
   }
 
-  #listShards(input: ListShardsCommandInput): { Shards: Shard[]; NextToken?: string } {
+  #listShards(
+    stream: SimulatedStream,
+    input: ListShardsCommandInput,
+  ): { Shards: Shard[]; NextToken?: string } {
     let offset = 0;
     let filterType: string | undefined = input.ShardFilter?.Type;
     if (input.NextToken !== undefined) {
@@ -156,18 +209,18 @@ export class SimulatedKinesis {
       offset = Number(offsetText);
       filterType = filter === '' ? undefined : filter;
     }
-    const shards = this.stream
+    const shards = stream
       .shards()
       .filter((shard) => filterType !== 'AT_LATEST' || shard.endingSequenceNumber === null);
     const page = shards.slice(offset, offset + LIST_SHARDS_PAGE).map(describeShard);
     const next = offset + LIST_SHARDS_PAGE;
     return next < shards.length
-      ? { Shards: page, NextToken: `page:${next}:${filterType ?? ''}` }
+      ? { Shards: page, NextToken: `page:${next}:${filterType ?? ''}:${stream.name}` }
       : { Shards: page };
   }
 
-  #getShardIterator(input: GetShardIteratorCommandInput): { ShardIterator: string } {
-    const shard = this.stream.shard(input.ShardId ?? '');
+  #getShardIterator(stream: SimulatedStream, input: GetShardIteratorCommandInput): { ShardIterator: string } {
+    const shard = stream.shard(input.ShardId ?? '');
     if (shard === undefined) {
       throw new SimulatedServiceError('ResourceNotFoundException', `Shard ${input.ShardId} not found`, 400);
     }
@@ -195,28 +248,30 @@ export class SimulatedKinesis {
       default:
         throw new SimulatedServiceError('InvalidArgumentException', 'unknown iterator type', 400);
     }
-    return { ShardIterator: this.#iterator(shard.shardId, index) };
+    return { ShardIterator: this.#iterator(stream, shard.shardId, index) };
   }
 
   #getRecords(
+    stream: SimulatedStream,
     iterator: string,
     limit: number,
     faults: KinesisFaults,
   ): Partial<
     Pick<GetRecordsCommandOutput, 'Records' | 'NextShardIterator' | 'MillisBehindLatest' | 'ChildShards'>
   > {
-    const [, shardId = '', indexText = '0', issuedText = '0'] = iterator.split('|');
-    const shard = this.stream.shard(shardId);
+    const { shardId, index, issuedAt } = iteratorParts(iterator);
+    const shard = stream.shard(shardId);
     if (shard === undefined) {
       throw new SimulatedServiceError('ResourceNotFoundException', `Shard ${shardId} not found`, 400);
     }
     const now = this.#clock.monotonicNow();
-    if (now - Number(issuedText) > ITERATOR_LIFETIME_MS || this.#random() < faults.expireIterator) {
+    if (now - issuedAt > ITERATOR_LIFETIME_MS || this.#random() < faults.expireIterator) {
       throw new SimulatedServiceError('ExpiredIteratorException', 'Iterator expired', 400);
     }
-    const reads = (this.#reads.get(shardId) ?? []).filter((at) => now - at < 1_000);
+    const readsKey = `${stream.name}|${shardId}`;
+    const reads = (this.#reads.get(readsKey) ?? []).filter((at) => now - at < 1_000);
     if (reads.length >= READS_PER_SHARD_PER_SECOND || this.#random() < faults.throttle) {
-      this.#reads.set(shardId, reads);
+      this.#reads.set(readsKey, reads);
       throw new SimulatedServiceError(
         'ProvisionedThroughputExceededException',
         'Rate exceeded for shard',
@@ -224,8 +279,7 @@ export class SimulatedKinesis {
       );
     }
     reads.push(now);
-    this.#reads.set(shardId, reads);
-    const index = Number(indexText);
+    this.#reads.set(readsKey, reads);
     // Kinesis returns fewer records than asked now and then; so does the simulation.
     const cap = this.#random() < 0.2 ? 1 + Math.floor(this.#random() * limit) : limit;
     const records = shard.records.slice(index, index + Math.min(limit, cap));
@@ -244,15 +298,33 @@ export class SimulatedKinesis {
           : Math.max(0, this.#clock.now() - (shard.records[next]?.arrivedAt ?? this.#clock.now())),
     };
     if (closed && next >= shard.records.length) {
-      const children = this.#childShards(shard);
+      const children = this.#childShards(stream, shard);
       return this.#random() < faults.dropChildShards ? output : { ...output, ChildShards: children };
     }
-    return { ...output, NextShardIterator: this.#iterator(shard.shardId, next) };
+    return { ...output, NextShardIterator: this.#iterator(stream, shard.shardId, next) };
   }
 
-  #childShards(shard: SimulatedShard): ChildShard[] {
+  #describeStreamSummary(
+    stream: SimulatedStream,
+  ): Pick<DescribeStreamSummaryCommandOutput, 'StreamDescriptionSummary'> {
+    return {
+      StreamDescriptionSummary: {
+        StreamName: stream.name,
+        StreamARN: simulatedStreamArn(stream.name),
+        StreamStatus: 'ACTIVE',
+        StreamModeDetails: { StreamMode: 'PROVISIONED' },
+        RetentionPeriodHours: 24,
+        StreamCreationTimestamp: new Date(stream.createdAt),
+        EnhancedMonitoring: [],
+        OpenShardCount: stream.openShards().length,
+        ConsumerCount: 0,
+      },
+    };
+  }
+
+  #childShards(stream: SimulatedStream, shard: SimulatedShard): ChildShard[] {
     return shard.childShardIds.map((childId) => {
-      const child = this.stream.shard(childId) as SimulatedShard;
+      const child = stream.shard(childId) as SimulatedShard;
       return {
         ShardId: child.shardId,
         ParentShards: [child.parentShardId, child.adjacentParentShardId].filter(
@@ -266,9 +338,29 @@ export class SimulatedKinesis {
     });
   }
 
-  #iterator(shardId: string, index: number): string {
-    return `sim|${shardId}|${index}|${this.#clock.monotonicNow()}`;
+  #iterator(stream: SimulatedStream, shardId: string, index: number): string {
+    return `sim|${shardId}|${index}|${this.#clock.monotonicNow()}|${stream.name}`;
   }
+}
+
+function iteratorParts(iterator: string): {
+  readonly shardId: string;
+  readonly index: number;
+  readonly issuedAt: number;
+  readonly streamName: string;
+} {
+  const [, shardId = '', indexText = '0', issuedText = '0', streamName = ''] = iterator.split('|');
+  return { shardId, index: Number(indexText), issuedAt: Number(issuedText), streamName };
+}
+
+/** The stream a command names, by `StreamName` or by the name at the end of its `StreamARN`. */
+function streamNameOf(command: unknown): string | undefined {
+  const input = (command as { input?: { StreamName?: string; StreamARN?: string } }).input;
+  if (input?.StreamName !== undefined) return input.StreamName;
+  if (input?.StreamARN === undefined) return undefined;
+  return input.StreamARN.startsWith(`arn:aws:kinesis:${SIMULATED_REGION}:${SIMULATED_ACCOUNT}:stream/`)
+    ? input.StreamARN.split('/').pop()
+    : undefined;
 }
 
 function indexWhere(shard: SimulatedShard, predicate: (position: bigint) => boolean): number {

@@ -82,7 +82,8 @@ export function simulatedProcessorOptions(kind: ProcessorKind, context: Processo
   if (kind === 'multilang') return multilangOptions(context);
   if (kind !== 'pipeline') return recordProcessorOptions(kind, context);
   const instances = new Map<string, ProcessorInstance>();
-  const pipelines = createPipelineProcessorFactory(pipelineOptions(context, instances), {
+  const streams = new Map<string, string>();
+  const pipelines = createPipelineProcessorFactory(pipelineOptions(context, instances, streams), {
     clock: context.clock,
     random: context.random,
     logger: noopLogger,
@@ -91,6 +92,8 @@ export function simulatedProcessorOptions(kind: ProcessorKind, context: Processo
     processor: (shardId, processorContext) => {
       const instance = context.watch.begin(context.workerId, processorContext.leaseKey);
       instances.set(processorContext.leaseKey, instance);
+      const told = toldStream(processorContext);
+      if (told !== undefined) streams.set(processorContext.leaseKey, told);
       const pipeline = pipelines(shardId, processorContext);
       const end = (): void => context.watch.end(instance);
       return {
@@ -109,13 +112,22 @@ export function simulatedProcessorOptions(kind: ProcessorKind, context: Processo
   };
 }
 
+/** The stream a processor was told it reads, when the application reads several (else undefined). */
+function toldStream(context: {
+  readonly stream: { readonly name: string; readonly identifier: string | null };
+}) {
+  return context.stream.identifier === null ? undefined : context.stream.name;
+}
+
 function recordProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
   const { ledger, watch, clock, random, workerId, alive } = context;
-  const handle = (record: KinesisRecord): void => {
-    if (alive()) ledger.handled(record.sequenceNumber, workerId);
-  };
   const failures = new Map<string, number>();
-  const processor: RecordProcessorFactory = (_shardId, { leaseKey }) => {
+  const processor: RecordProcessorFactory = (_shardId, processorContext) => {
+    const { leaseKey } = processorContext;
+    const stream = toldStream(processorContext);
+    const handle = (record: KinesisRecord): void => {
+      if (alive()) ledger.handled(record.sequenceNumber, workerId, true, stream);
+    };
     const instance = watch.begin(workerId, leaseKey);
     const who = `${workerId} #${instance.id}`;
     const end = (): void => watch.end(instance);
@@ -196,6 +208,7 @@ function recordProcessorOptions(kind: ProcessorKind, context: ProcessorContext):
 function pipelineOptions(
   context: ProcessorContext,
   instances: ReadonlyMap<string, ProcessorInstance>,
+  streams: ReadonlyMap<string, string>,
 ): PipelineOptions {
   const { ledger, watch, clock, random, workerId, alive } = context;
   const { partialFailures, poisonMessages } = context;
@@ -252,7 +265,14 @@ function pipelineOptions(
           message.fail(new Error('simulated failure of one message'));
           continue;
         }
-        if (alive()) ledger.handled(message.record.sequenceNumber, `${workerId} pipeline`);
+        if (alive()) {
+          ledger.handled(
+            message.record.sequenceNumber,
+            `${workerId} pipeline`,
+            true,
+            streams.get(pipeline.leaseKey),
+          );
+        }
       }
     },
     handleFailed: (messages: readonly PipelineMessage[], failure) => {

@@ -24,6 +24,16 @@ export interface SimulatedShard {
 }
 
 const FIRST_SEQUENCE_NUMBER = 49_600_000_000_000_000_000n;
+/** The distance between the sequence number spaces of the streams of one simulation. */
+const SEQUENCE_SPACE = 1_000_000_000_000_000n;
+
+export interface SimulatedStreamOptions {
+  /**
+   * Which sequence number space the stream uses (0, 1, …): streams of one simulation given different
+   * spaces never share a sequence number, so a record read from the wrong stream is recognised.
+   */
+  readonly sequenceSpace?: number;
+}
 
 /**
  * The data of one simulated Kinesis stream: shards with hash key ranges, records with increasing
@@ -31,15 +41,19 @@ const FIRST_SEQUENCE_NUMBER = 49_600_000_000_000_000_000n;
  */
 export class SimulatedStream {
   readonly name: string;
+  /** When the stream was created (epoch ms): DescribeStreamSummary's StreamCreationTimestamp. */
+  readonly createdAt: number;
   readonly #shards = new Map<string, SimulatedShard>();
   readonly #now: () => number;
   #nextShard = 0;
   #deleted = false;
-  #nextSequence = FIRST_SEQUENCE_NUMBER;
+  #nextSequence: bigint;
 
-  constructor(name: string, shardCount: number, now: () => number) {
+  constructor(name: string, shardCount: number, now: () => number, options: SimulatedStreamOptions = {}) {
     this.name = name;
     this.#now = now;
+    this.createdAt = now();
+    this.#nextSequence = FIRST_SEQUENCE_NUMBER + BigInt(options.sequenceSpace ?? 0) * SEQUENCE_SPACE;
     const width = (MAX_HASH_KEY + 1n) / BigInt(shardCount);
     for (let index = 0; index < shardCount; index++) {
       const start = width * BigInt(index);

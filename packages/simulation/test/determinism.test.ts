@@ -26,4 +26,21 @@ describe('the fleet simulation', () => {
     expect(totals.merges).toBeGreaterThan(0);
     expect(totals.produced).toBeGreaterThan(20 * 300);
   });
+
+  it('is deterministic with several streams too, and their list changes in every way over the seeds it samples', async () => {
+    const first = await runFleetSimulation({ seed: 42, streams: 3 });
+    const second = await runFleetSimulation({ seed: 42, streams: 3 });
+    expect(second.story).toEqual(first.story);
+    expect(second.streams).toEqual(first.streams);
+    const totals = { added: 0, removed: 0, deleted: 0 };
+    for (let seed = 1; seed <= 10; seed++) {
+      const { streams } = await runFleetSimulation({ seed, streams: 3 });
+      totals.added += streams?.added ?? 0;
+      totals.removed += streams?.removed ?? 0;
+      totals.deleted += streams?.deleted ?? 0;
+    }
+    expect(totals.added).toBeGreaterThan(0);
+    expect(totals.removed).toBeGreaterThan(0);
+    expect(totals.deleted).toBeGreaterThan(0);
+  });
 });

@@ -7,12 +7,14 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { runFleetSimulation } = await import('../fleet-simulation.js');
 const { PROCESSOR_KINDS } = await import('../simulated-processors.js');
 
-const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--story]
+const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--streams N] [--story]
 
   --seed N         run one seed and print its story (what was scheduled and what the fleet did)
   --from A --to B  run seeds A..B (inclusive); a failing seed prints its story
   --runs N         run seeds 1..N (the long mode: --runs 100000)
   --processor KIND one of ${PROCESSOR_KINDS.join(', ')} (default: chosen by each seed)
+  --streams N      one application reading N streams (N >= 2) through a stream tracker whose list
+                   the schedule changes: streams added and dropped, former streams' leases deleted
   --story          print the story of passing seeds too
   --trace KEY      add every handling of the records of partition key KEY to the story
 `;
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     to: { type: 'string' },
     runs: { type: 'string' },
     processor: { type: 'string' },
+    streams: { type: 'string' },
     trace: { type: 'string' },
     story: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -65,6 +68,12 @@ if (processor !== undefined && !PROCESSOR_KINDS.includes(processor)) {
   process.exit(2);
 }
 
+const streams = integer('streams', values.streams, 1);
+if (streams < 1) {
+  process.stderr.write(`kcl-sim: --streams must be at least 1\n${USAGE}`);
+  process.exit(2);
+}
+
 const single = from === to;
 let failed = 0;
 const started = performance.now();
@@ -73,6 +82,7 @@ for (let seed = from; seed <= to; seed++) {
     seed,
     ...(processor === undefined ? {} : { processor }),
     ...(values.trace === undefined ? {} : { traceKey: values.trace }),
+    ...(streams === 1 ? {} : { streams }),
   });
   const ok = result.violations.length === 0;
   if (!ok) failed += 1;
@@ -88,8 +98,18 @@ for (let seed = from; seed <= to; seed++) {
     process.stdout.write(
       `  produced ${stats.produced}, duplicates ${stats.duplicates}, workers ${stats.workers}, crashes ${stats.crashes}, graceful stops ${stats.gracefulStops}, splits ${stats.splits}, merges ${stats.merges}, ${stats.steps} steps over ${stats.simulatedMs} simulated ms\n`,
     );
-    if (!ok)
-      process.stdout.write(`  re-run alone: npx pnpm@10.34.9 --filter @kcl/simulation sim --seed ${seed}\n`);
+    if (result.streams !== undefined) {
+      const { count, added, removed, deleted, recreated, longestWaitMs } = result.streams;
+      process.stdout.write(
+        `  ${count} streams: ${added} added to the list, ${removed} dropped, ${deleted} former streams' leases deleted, ${recreated} re-created after deletion; the longest a record waited for its first handling: ${Math.round(longestWaitMs)} ms\n`,
+      );
+    }
+    if (!ok) {
+      const option = streams === 1 ? '' : ` --streams ${streams}`;
+      process.stdout.write(
+        `  re-run alone: npx pnpm@10.34.9 --filter @kcl/simulation sim --seed ${seed}${option}\n`,
+      );
+    }
   }
   if (!single && (seed - from + 1) % 100 === 0) {
     const seconds = ((performance.now() - started) / 1_000).toFixed(0);
