@@ -135,6 +135,15 @@ export interface ConsumerOptions {
   readonly pollIntervalMs?: number;
   /** Records per GetRecords call, 1 … 10 000. Default 10 000. */
   readonly maxRecords?: number;
+  /**
+   * Tie worker liveness to database sessions when the store can (`capabilities.sessionLiveness`:
+   * PostgreSQL and MySQL/MariaDB stores that enable sessions): a worker whose process dies is noticed
+   * within `livenessCheckIntervalMs` and its leases are taken at once instead of after `leaseExpiryMs`.
+   * Each worker then holds one database connection of its own. Default true (used when the store can).
+   */
+  readonly sessionLiveness?: boolean;
+  /** How often a worker asks which workers still hold their database session. Default 1 000. */
+  readonly livenessCheckIntervalMs?: number;
   /** How often a child waiting on its parents checks them. Default 2 000. */
   readonly parentPollIntervalMs?: number;
   /** How often the lease set is audited for shards without a lease. Default 60 000. */
@@ -195,6 +204,8 @@ export interface ResolvedConsumerOptions {
   readonly handoff: boolean;
   readonly handoffTimeoutMs: number;
   readonly handoffPollIntervalMs: number;
+  readonly sessionLiveness: boolean;
+  readonly livenessCheckIntervalMs: number;
   readonly pollIntervalMs: number;
   readonly maxRecords: number;
   readonly parentPollIntervalMs: number;
@@ -350,6 +361,13 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
     );
   }
   const handoff = check.boolean('handoff', given.handoff, CONSUMER_DEFAULTS.handoff);
+  const sessionLiveness = check.boolean('sessionLiveness', given.sessionLiveness, true);
+  const livenessCheckIntervalMs = check.integer(
+    'livenessCheckIntervalMs',
+    given.livenessCheckIntervalMs,
+    1_000,
+    { min: 1 },
+  );
   const integerOption = (name: IntegerOption, min = 1): number =>
     check.integer(name, given[name], CONSUMER_DEFAULTS[name], { min });
   const settings = {
@@ -407,6 +425,8 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
       handoff,
       handoffTimeoutMs,
       handoffPollIntervalMs,
+      sessionLiveness,
+      livenessCheckIntervalMs,
       ...settings,
       storeCallTimeoutMs,
       callProcessRecordsEvenForEmptyRecordList: given.callProcessRecordsEvenForEmptyRecordList ?? false,

@@ -10,6 +10,7 @@ import type {
 } from '@kcl/core';
 import { ApplicationMigratedError, isLeaseComplete, jitter, KclError, untilAborted } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
+import { linkSignals } from './abort-link.js';
 import { Backoff } from './backoff.js';
 import type { ResolvedConsumerOptions } from './consumer-options.js';
 import { within } from './deadline.js';
@@ -20,6 +21,7 @@ import { cleanUpLeases } from './leases/lease-cleanup.js';
 import { LeaseKeeper } from './leases/lease-keeper.js';
 import type { LeasePlanner } from './leases/lease-planner.js';
 import { runRenewalLoop } from './leases/renewal-loop.js';
+import { SessionLiveness } from './leases/session-liveness.js';
 import type { WorkerMetrics } from './metrics/worker-metrics.js';
 import { Mutex } from './mutex.js';
 import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
@@ -92,6 +94,12 @@ export class Worker {
   readonly #streamConsumers = new Map<string, Promise<string>>();
   /** Set when a graceful stop leaves the worker registry: no more heartbeats. */
   #leaving = false;
+  /** Session liveness, when the store offers it and it is not turned off. */
+  readonly #liveness: SessionLiveness | null;
+  /** Who the last rebalance listing named (lease owners and registered workers): the liveness check's candidates. */
+  #lastListed: ReadonlySet<string> = new Set();
+  /** Wakes the rebalance loop early (a worker was found dead). */
+  #wake = new AbortController();
   /** Said once: leases without a stream in a multi-stream application. */
   #warnedUnaccepted = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
@@ -141,6 +149,15 @@ export class Worker {
       logger: deps.logger,
       emit: deps.emit,
     });
+    this.#liveness =
+      deps.options.sessionLiveness && deps.store.capabilities.sessionLiveness === true
+        ? new SessionLiveness({
+            store: deps.store,
+            workerId: deps.options.workerId,
+            logger: deps.logger,
+            onDead: () => this.#wake.abort(),
+          })
+        : null;
     this.#consumers = new ShardConsumers({
       keeper: this.#keeper,
       store: deps.store,
@@ -194,7 +211,10 @@ export class Worker {
         break;
       } catch (error) {
         const transient = KclError.is(error) ? error.retryable : isRetryableKinesisError(error);
-        if (!transient || attempt >= START_ATTEMPTS || this.#starting.signal.aborted) throw error;
+        if (!transient || attempt >= START_ATTEMPTS || this.#starting.signal.aborted) {
+          await this.#liveness?.close();
+          throw error;
+        }
         logger.warn('starting the worker failed; retrying', { attempt, error });
         await clock.sleep(backoff.next(), this.#starting.signal);
         if (this.#starting.signal.aborted) throw error;
@@ -213,6 +233,12 @@ export class Worker {
     ];
     if (options.multiStream !== null) {
       this.#loops.push(this.#periodic(options.multiStream.syncIntervalMs, () => this.#syncStreams()));
+    }
+    const liveness = this.#liveness;
+    if (liveness !== null) {
+      this.#loops.push(
+        this.#periodic(options.livenessCheckIntervalMs, () => liveness.check(this.#lastListed)),
+      );
     }
   }
 
@@ -233,6 +259,12 @@ export class Worker {
     const single = this.#streams.single;
     if (this.#deps.registerStreamConsumer !== null && single !== null) {
       await this.#streamConsumerArn(single, this.#starting.signal);
+      proceed();
+    }
+    // The session first: a worker others saw registered without one is not taken for dead (only a
+    // worker seen holding its session and then without it is).
+    if (this.#liveness !== null && !this.#liveness.attached) {
+      await this.#liveness.attach(this.#starting.signal);
       proceed();
     }
     await store.workers.heartbeat(this.workerId, {
@@ -340,6 +372,8 @@ export class Worker {
       );
       await within(clock, remaining(), this.#deps.metrics.flush());
     }
+    // Last: once the session ends, the others take whatever this worker still holds at once.
+    if (this.#liveness !== null) await within(clock, remaining(), this.#liveness.close());
     this.#deps.emit({ type: 'worker-stopped', workerId: this.workerId, graceful });
   }
 
@@ -383,7 +417,14 @@ export class Worker {
     const signal = this.#taking.signal;
     while (!signal.aborted) {
       await this.#rebalance();
-      await clock.sleep(jitter(options.rebalanceIntervalMs, 0.25, random), signal);
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
+      // A worker found dead wakes the loop early: its leases are taken at once.
+      const link = linkSignals(signal, this.#wake.signal);
+      try {
+        await clock.sleep(jitter(options.rebalanceIntervalMs, 0.25, random), link.signal);
+      } finally {
+        link.dispose();
+      }
     }
   }
 
@@ -399,6 +440,10 @@ export class Worker {
       return;
     }
     if (this.#taking.signal.aborted) return;
+    this.#lastListed = new Set([
+      ...workers.map((worker) => worker.workerId),
+      ...leases.flatMap((lease) => (lease.owner === null ? [] : [lease.owner])),
+    ]);
     // Several streams: a lease without a stream in its key is no shard this worker can read.
     if (this.#streams.multiStream) leases = this.#acceptedLeases(leases);
     this.#keeper.reconcile(leases);
@@ -412,6 +457,7 @@ export class Worker {
       now,
       wallNow: clock.now(),
       waitingHandoffs: new Set([...this.#handoffs.keys(), ...this.#settling]),
+      ...(this.#liveness === null ? {} : { deadOwners: this.#liveness.dead() }),
     });
     metrics.rebalanced(plan.diagnostics);
     for (const choice of plan.take) {

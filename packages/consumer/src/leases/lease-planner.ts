@@ -21,6 +21,11 @@ export interface LeasePlanInput {
    * next plan can steal it.
    */
   readonly waitingHandoffs?: ReadonlySet<string>;
+  /**
+   * Workers found dead by their database session (session liveness): their leases are free to take now,
+   * and they count for no share.
+   */
+  readonly deadOwners?: ReadonlySet<string>;
 }
 
 export interface LeasePlan {
@@ -98,13 +103,19 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
         if (isLeaseComplete(lease)) continue;
         byKey.set(lease.leaseKey, lease);
         const stale = lease.owner === options.workerId && !input.heldLeaseKeys.has(lease.leaseKey);
+        const dead = lease.owner !== null && input.deadOwners?.has(lease.owner) === true;
         view.push(
-          stale
-            ? { ...lease, owner: null }
+          stale || dead
+            ? { ...lease, owner: null, handoff: null }
             : viewedWithHandoff(lease, options.workerId, input, options.leaseExpiryMs),
         );
       }
-      const plan = rebalancer.plan({ leases: view, workers: input.workers, now: input.now });
+      const dead = input.deadOwners;
+      const workers =
+        dead === undefined || dead.size === 0
+          ? input.workers
+          : input.workers.filter((worker) => !dead.has(worker.workerId));
+      const plan = rebalancer.plan({ leases: view, workers, now: input.now });
       const take: Array<{ lease: Lease; stolen: boolean }> = [];
       for (const planned of plan.takes) {
         const lease = byKey.get(planned.leaseKey);
