@@ -1,0 +1,73 @@
+import { noopLogger } from '@kcl/core';
+import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
+import { describe, expect, it } from 'vitest';
+import { SessionLiveness } from './session-liveness.js';
+
+function setup() {
+  const table = new MemoryLeaseTable();
+  const store = (): ReturnType<typeof createMemoryLeaseStore> =>
+    createMemoryLeaseStore({ applicationName: 'app', table, sessions: true });
+  const found: string[][] = [];
+  const mine = store();
+  const liveness = new SessionLiveness({
+    store: mine,
+    workerId: 'me',
+    logger: noopLogger,
+    onDead: (workerIds) => found.push([...workerIds]),
+  });
+  return { table, store, mine, liveness, found };
+}
+
+describe('SessionLiveness', () => {
+  it('judges a worker dead only after it was seen holding its session', async () => {
+    const { store, liveness, found, mine } = setup();
+    await liveness.attach();
+    // "late" never attached: absent, but not dead (a worker of a release without sessions, say).
+    await liveness.check(['late', 'other']);
+    expect(liveness.dead()).toEqual(new Set());
+    const other = await store().workers.attachSession?.('other');
+    await liveness.check(['late', 'other']);
+    expect(liveness.dead()).toEqual(new Set());
+    mine.dropWorkerSession('other');
+    await liveness.check(['late', 'other']);
+    expect(liveness.dead()).toEqual(new Set(['other']));
+    expect(found).toEqual([['other']]);
+    // Reported once, not at every check.
+    await liveness.check(['late', 'other']);
+    expect(found).toEqual([['other']]);
+    await other?.close();
+    // Back with a new session: alive again.
+    await store().workers.attachSession?.('other');
+    await liveness.check(['other']);
+    expect(liveness.dead()).toEqual(new Set());
+  });
+
+  it('judges nobody while its own session is gone, and starts over once attached again', async () => {
+    const { store, liveness, found, mine } = setup();
+    await liveness.attach();
+    await store().workers.attachSession?.('other');
+    await liveness.check(['other']);
+    // A database restart: every session ends at once.
+    mine.dropWorkerSession('me');
+    mine.dropWorkerSession('other');
+    await liveness.check(['other']);
+    expect(liveness.attached).toBe(false);
+    expect(liveness.dead()).toEqual(new Set());
+    // The next check attaches again; "other" has not re-attached yet, and it was not seen since.
+    await liveness.check(['other']);
+    expect(liveness.attached).toBe(true);
+    await liveness.check(['other']);
+    expect(liveness.dead()).toEqual(new Set());
+    expect(found).toEqual([]);
+  });
+
+  it('closes its session: the others no longer see it', async () => {
+    const { store, liveness } = setup();
+    await liveness.attach();
+    const observer = store();
+    expect(await observer.workers.liveSessions?.(['me'])).toEqual(new Set(['me']));
+    await liveness.close();
+    await liveness.close();
+    expect(await observer.workers.liveSessions?.(['me'])).toEqual(new Set());
+  });
+});
