@@ -98,6 +98,8 @@ export class Worker {
   readonly #liveness: SessionLiveness | null;
   /** Who the last rebalance listing named (lease owners and registered workers): the liveness check's candidates. */
   #lastListed: ReadonlySet<string> = new Set();
+  /** Leases of workers judged dead, with the counter they had when first listed so. */
+  #deadOwnerCounters = new Map<string, { owner: string; counter: number }>();
   /** Wakes the rebalance loop early (a worker was found dead). */
   #wake = new AbortController();
   /** Said once: leases without a stream in a multi-stream application. */
@@ -264,6 +266,8 @@ export class Worker {
     // The session first: a worker others saw registered without one is not taken for dead (only a
     // worker seen holding its session and then without it is).
     if (this.#liveness !== null && !this.#liveness.attached) {
+      // Best effort: without a session the worker runs as on a store without sessions until a check
+      // attaches one (an earlier session of this worker id may not have ended yet).
       await this.#liveness.attach(this.#starting.signal);
       proceed();
     }
@@ -357,6 +361,16 @@ export class Worker {
       }
     } else {
       for (const held of this.#keeper.held()) this.#keeper.abandon(held);
+      // The session ends once the abandoned consumers have ended (within shutdownTimeoutMs), not at
+      // once: until then the others wait for the leases to expire, as without sessions.
+      const liveness = this.#liveness;
+      if (liveness !== null) {
+        void within(
+          clock,
+          options.shutdownTimeoutMs,
+          Promise.allSettled(consumers.map(({ done }) => done)),
+        ).then(() => liveness.close());
+      }
     }
     if (graceful) await within(clock, remaining(), draining);
     this.#renewing.abort();
@@ -373,7 +387,7 @@ export class Worker {
       await within(clock, remaining(), this.#deps.metrics.flush());
     }
     // Last: once the session ends, the others take whatever this worker still holds at once.
-    if (this.#liveness !== null) await within(clock, remaining(), this.#liveness.close());
+    if (this.#liveness !== null && graceful) await within(clock, remaining(), this.#liveness.close());
     this.#deps.emit({ type: 'worker-stopped', workerId: this.workerId, graceful });
   }
 
@@ -416,8 +430,9 @@ export class Worker {
     const { clock, options, random } = this.#deps;
     const signal = this.#taking.signal;
     while (!signal.aborted) {
-      await this.#rebalance();
+      // A fresh wake before the listing: a death found while this round runs wakes the next one.
       if (this.#wake.signal.aborted) this.#wake = new AbortController();
+      await this.#rebalance();
       // A worker found dead wakes the loop early: its leases are taken at once.
       const link = linkSignals(signal, this.#wake.signal);
       try {
@@ -440,10 +455,8 @@ export class Worker {
       return;
     }
     if (this.#taking.signal.aborted) return;
-    this.#lastListed = new Set([
-      ...workers.map((worker) => worker.workerId),
-      ...leases.flatMap((lease) => (lease.owner === null ? [] : [lease.owner])),
-    ]);
+    this.#lastListed = new Set(leases.flatMap((lease) => (lease.owner === null ? [] : [lease.owner])));
+    this.#reviveWriters(leases);
     // Several streams: a lease without a stream in its key is no shard this worker can read.
     if (this.#streams.multiStream) leases = this.#acceptedLeases(leases);
     this.#keeper.reconcile(leases);
@@ -481,8 +494,13 @@ export class Worker {
   }
 
   async #take(lease: Lease, stolen: boolean): Promise<void> {
-    // A hand-off this worker waits on, or is settling, is settled by `#checkHandoffs` alone.
-    if (this.#handoffs.has(lease.leaseKey) || this.#settling.has(lease.leaseKey)) return;
+    // A hand-off this worker waits on, or is settling, is settled by `#checkHandoffs` alone — unless
+    // its owner was found dead: nobody will hand the lease over, so it is taken now.
+    if (this.#settling.has(lease.leaseKey)) return;
+    if (this.#handoffs.has(lease.leaseKey)) {
+      if (lease.owner === null || this.#liveness?.dead().has(lease.owner) !== true) return;
+      this.#handoffs.drop(lease.leaseKey);
+    }
     await this.#takeNow(lease, stolen);
   }
 
@@ -766,6 +784,28 @@ export class Worker {
         this.#storeError(`shard sync of ${entry.identifier}`, error);
       }
     }
+  }
+
+  /**
+   * Session liveness: a worker judged dead whose lease counter moved while it still owned the lease
+   * wrote it — it lives without a session — and is not judged dead any more. The counters seen at the
+   * judgement are kept per lease.
+   */
+  #reviveWriters(leases: readonly Lease[]): void {
+    const liveness = this.#liveness;
+    if (liveness === null) return;
+    const dead = liveness.dead();
+    const seen = new Map<string, { owner: string; counter: number }>();
+    for (const lease of leases) {
+      if (lease.owner === null || !dead.has(lease.owner)) continue;
+      const before = this.#deadOwnerCounters.get(lease.leaseKey);
+      if (before !== undefined && before.owner === lease.owner && before.counter !== lease.leaseCounter) {
+        liveness.revive(lease.owner);
+        continue;
+      }
+      seen.set(lease.leaseKey, before ?? { owner: lease.owner, counter: lease.leaseCounter });
+    }
+    this.#deadOwnerCounters = seen;
   }
 
   /**

@@ -198,6 +198,11 @@ export class HandoffRequests {
     return null;
   }
 
+  /** Stops waiting on one hand-off (its owner was found dead: the lease is taken directly). */
+  drop(leaseKey: string): void {
+    this.#pending.delete(leaseKey);
+  }
+
   /** Forgets every pending hand-off (the worker stops; the owners hand over and the leases expire). */
   clear(): void {
     this.#pending.clear();

@@ -69,6 +69,8 @@ function viewedWithHandoff(
 ): Lease {
   const handoff = lease.handoff;
   if (handoff === null || handoff.from !== lease.owner || handoff.from === workerId) return lease;
+  // A hand-off to a worker found dead by its session will never be taken up: the lease is the owner's.
+  if (input.deadOwners?.has(handoff.to) === true) return lease;
   const abandoned =
     handoff.to === workerId
       ? input.waitingHandoffs !== undefined && !input.waitingHandoffs.has(lease.leaseKey)

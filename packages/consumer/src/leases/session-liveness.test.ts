@@ -51,14 +51,40 @@ describe('SessionLiveness', () => {
     mine.dropWorkerSession('me');
     mine.dropWorkerSession('other');
     await liveness.check(['other']);
-    expect(liveness.attached).toBe(false);
-    expect(liveness.dead()).toEqual(new Set());
-    // The next check attaches again; "other" has not re-attached yet, and it was not seen since.
-    await liveness.check(['other']);
+    // Attached again at once (the database is back); "other" has not re-attached yet, and it was not
+    // seen since: not judged.
     expect(liveness.attached).toBe(true);
+    expect(liveness.dead()).toEqual(new Set());
+    await liveness.check(['other']);
     await liveness.check(['other']);
     expect(liveness.dead()).toEqual(new Set());
     expect(found).toEqual([]);
+  });
+
+  it('keeps running without a session it cannot attach, and attaches at a later check', async () => {
+    const { store, liveness } = setup();
+    const earlier = await store().workers.attachSession?.('me');
+    expect(await liveness.attach()).toBe(false);
+    await liveness.check(['other']);
+    expect(liveness.attached).toBe(false);
+    await earlier?.close();
+    await liveness.check(['other']);
+    expect(liveness.attached).toBe(true);
+  });
+
+  it('forgets a dead judgement for a worker that writes after all', async () => {
+    const { store, liveness, mine } = setup();
+    await liveness.attach();
+    await store().workers.attachSession?.('other');
+    await liveness.check(['other']);
+    mine.dropWorkerSession('other');
+    await liveness.check(['other']);
+    expect(liveness.dead()).toEqual(new Set(['other']));
+    liveness.revive('other');
+    expect(liveness.dead()).toEqual(new Set());
+    // Not judged again while it has no session: it was not seen holding one since.
+    await liveness.check(['other']);
+    expect(liveness.dead()).toEqual(new Set());
   });
 
   it('closes its session: the others no longer see it', async () => {

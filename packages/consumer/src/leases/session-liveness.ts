@@ -26,6 +26,10 @@ export class SessionLiveness {
   readonly #seenLive = new Set<string>();
   readonly #dead = new Set<string>();
   #lostLogged = false;
+  /** Failed attaches in a row (logged at the first and then every 30th). */
+  #attachFailures = 0;
+  /** Set by `close`: a session attached after it is closed at once. */
+  #closed = false;
 
   constructor(options: SessionLivenessOptions) {
     this.#options = options;
@@ -41,35 +45,72 @@ export class SessionLiveness {
     return this.#session !== null;
   }
 
-  /** Attaches this worker's session; rejects (retryably while an earlier session of this worker id still holds the lock). */
-  async attach(signal?: AbortSignal): Promise<void> {
-    const attach = this.#options.store.workers.attachSession;
-    if (attach === undefined) return;
-    this.#session = await attach.call(
-      this.#options.store.workers,
-      this.#options.workerId,
-      signal ? { signal } : {},
-    );
-    this.#lostLogged = false;
+  /**
+   * Attaches this worker's session. Never rejects: a worker without a session works as one on a store
+   * without sessions (nobody judges it; its leases expire), and the next check tries again — after an
+   * earlier session of this worker id that the database has not seen end yet, a lock key shared with
+   * another worker id, or no connection to spare. True when attached.
+   */
+  async attach(signal?: AbortSignal): Promise<boolean> {
+    const { store, workerId, logger } = this.#options;
+    const attach = store.workers.attachSession;
+    if (attach === undefined || this.#closed) return false;
+    try {
+      const session = await attach.call(store.workers, workerId, signal === undefined ? {} : { signal });
+      if (this.#closed) {
+        await session.close().catch(() => undefined);
+        return false;
+      }
+      this.#session = session;
+      this.#lostLogged = false;
+      this.#attachFailures = 0;
+      return true;
+    } catch (error) {
+      if (this.#attachFailures % 30 === 0) {
+        logger.warn('could not attach the liveness session; trying again at each check', {
+          attempts: this.#attachFailures + 1,
+          error,
+        });
+      }
+      this.#attachFailures += 1;
+      return false;
+    }
   }
 
   /**
-   * One check (a single statement): which of `candidates` — the owners and registered workers of the
-   * last listing — and this worker hold a session. Without a session of its own, this worker attaches
-   * one instead.
+   * A worker judged dead wrote one of its leases after all (the counter moved while it owned it): it
+   * lives without a session (one it could not attach again). Not judged again until seen holding one.
+   */
+  revive(workerId: string): void {
+    if (!this.#dead.delete(workerId)) return;
+    this.#seenLive.delete(workerId);
+    this.#options.logger.info(
+      'a worker judged dead by its session still writes its leases; not judged again until it holds a session',
+      { workerId },
+    );
+  }
+
+  /**
+   * One check: a statement on this worker's own session (which notices its loss first hand, and keeps
+   * an idle connection from being closed by a server or proxy timeout), then one asking which of
+   * `candidates` — the lease owners of the last listing — and this worker hold a session. Without a
+   * session of its own, this worker attaches one instead.
    */
   async check(candidates: Iterable<string>): Promise<void> {
     const { store, workerId, logger } = this.#options;
-    if (this.#session === null) {
-      await this.attach().catch((error: unknown) => {
-        logger.warn('attaching the liveness session failed; retrying at the next check', { error });
-      });
+    const session = this.#session;
+    if (session === null) {
+      await this.attach();
+      return;
+    }
+    if (!(await session.check())) {
+      await this.#lost();
       return;
     }
     const others = new Set(candidates);
     others.delete(workerId);
     const live = await store.workers.liveSessions?.([...others, workerId]);
-    if (live === undefined) return;
+    if (live === undefined || this.#session !== session) return;
     if (!live.has(workerId)) {
       await this.#lost();
       return;
@@ -84,7 +125,7 @@ export class SessionLiveness {
         newlyDead.push(other);
       }
     }
-    // Forget workers no longer listed anywhere (bounded memory).
+    // Forget workers that own no lease any more (bounded memory).
     for (const known of [...this.#seenLive]) if (!others.has(known)) this.#seenLive.delete(known);
     for (const known of [...this.#dead]) if (!others.has(known)) this.#dead.delete(known);
     if (newlyDead.length > 0) {
@@ -95,8 +136,9 @@ export class SessionLiveness {
     }
   }
 
-  /** Releases this worker's session (a stop). Idempotent. */
+  /** Releases this worker's session (a stop); no session is attached after it. Idempotent. */
   async close(): Promise<void> {
+    this.#closed = true;
     const session = this.#session;
     this.#session = null;
     await session?.close().catch(() => undefined);
@@ -110,8 +152,12 @@ export class SessionLiveness {
       );
       this.#lostLogged = true;
     }
-    await this.close();
+    const session = this.#session;
+    this.#session = null;
+    await session?.close().catch(() => undefined);
     this.#seenLive.clear();
     this.#dead.clear();
+    // Attached again at once where the database lets it (a restart that is over, a cut connection).
+    await this.attach();
   }
 }
