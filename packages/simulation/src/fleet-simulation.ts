@@ -14,6 +14,7 @@ import { Ledger, type Violation } from './ledger.js';
 import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
 import { SimulatedMigration, type SimulatedStores, simulatedMemoryStores } from './simulated-migration.js';
 import { PROCESSOR_KINDS, type ProcessorKind, simulatedProcessorOptions } from './simulated-processors.js';
+import type { SessionProcess, SimulatedSessions } from './simulated-sessions.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
 import { SIMULATION_TIMINGS } from './simulation-timings.js';
@@ -38,6 +39,14 @@ export interface FleetSimulationOptions {
    * are deleted after a wait; the invariants are checked per stream.
    */
   readonly streams?: number;
+  /**
+   * Session liveness: the store offers database sessions, workers hold one and take the leases of a
+   * worker whose session ended without waiting for them to expire; the schedule ends sessions (a
+   * process dying, a machine vanishing, a cut connection, a database restart). Default: chosen by the
+   * seed, about half the runs (drawn apart from the schedule: a run without sessions is the run it was
+   * before sessions existed). A live migration has none.
+   */
+  readonly sessions?: boolean;
 }
 
 export interface FleetSimulationResult {
@@ -45,6 +54,16 @@ export interface FleetSimulationResult {
   readonly processor: ProcessorKind;
   readonly stores: 'memory' | 'migration';
   readonly violations: readonly Violation[];
+  /** Session liveness: what ended sessions, and the leases taken because their owner's session had. */
+  readonly sessions?: {
+    readonly livenessCheckIntervalMs: number;
+    /** Database restarts (every session ended, every call failed for a while). */
+    readonly restarts: number;
+    /** Connections cut under running workers. */
+    readonly cuts: number;
+    /** Leases taken from an owner judged dead, before they could have expired. */
+    readonly deadOwnerTakes: number;
+  };
   /** The schedule and what the fleet did, one line each, in time order. */
   readonly story: readonly string[];
   /** Several streams: what happened to the list and to former streams' leases. */
@@ -86,7 +105,17 @@ interface SimulatedWorker {
   readonly storeFaults: FaultController;
   readonly kinesis: KinesisCaller;
   readonly consumer: Consumer;
+  /** With sessions: the process as the database sees it. */
+  readonly session: SessionProcess | null;
   state: 'running' | 'stopping' | 'stopped' | 'crashed' | 'failed';
+}
+
+/** The latest write that moved a lease's counter: when, from which owner to which, and when the one before it was. */
+interface LeaseWrite {
+  readonly at: number;
+  readonly previousAt: number | null;
+  readonly from: string | null;
+  readonly to: string | null;
 }
 
 /**
@@ -100,7 +129,9 @@ export async function runFleetSimulation(options: FleetSimulationOptions): Promi
 }
 
 class FleetRun {
-  readonly #options: Required<Omit<FleetSimulationOptions, 'processor' | 'traceKey' | 'stores' | 'streams'>>;
+  readonly #options: Required<
+    Omit<FleetSimulationOptions, 'processor' | 'traceKey' | 'stores' | 'streams' | 'sessions'>
+  >;
   readonly #clock = new SimulationClock();
   readonly #random: RandomSource;
   readonly #processor: ProcessorKind;
@@ -123,6 +154,14 @@ class FleetRun {
   readonly #storeCallTimeoutMs: number;
   readonly #partialFailures: boolean;
   readonly #poisonMessages: boolean;
+  /** Session liveness, or null (a store without sessions). */
+  readonly #sessions: SimulatedSessions | null;
+  /** The draws of session liveness, apart from the schedule's. */
+  readonly #sessionRandom: RandomSource;
+  readonly #livenessCheckIntervalMs: number;
+  /** With sessions: each lease's latest write. */
+  readonly #lastWrites = new Map<string, LeaseWrite>();
+  #deadOwnerTakes = 0;
   #nextWorker = 1;
   #producing = true;
   #stats = { workers: 0, crashes: 0, gracefulStops: 0, splits: 0, merges: 0 };
@@ -134,6 +173,18 @@ class FleetRun {
       settleLimitMs: options.settleLimitMs ?? 40_000,
     };
     this.#random = seededRandom(options.seed);
+    this.#sessionRandom = seededRandom((options.seed ^ 0x5e551075) >>> 0);
+    // Drawn whatever the options say, so a seed's session draws are the same when sessions are asked for.
+    const drawn = this.#sessionRandom() < 0.5;
+    const sessions = options.sessions ?? (options.stores !== 'migration' && drawn);
+    if (sessions && options.stores === 'migration') {
+      throw new Error(
+        'simulation: a live migration has no session liveness (sessions and stores: migration)',
+      );
+    }
+    this.#livenessCheckIntervalMs = sessions
+      ? ([250, 500, 1_000][Math.floor(this.#sessionRandom() * 3)] as number)
+      : 0;
     this.#processor =
       options.processor ??
       (PROCESSOR_KINDS[Math.floor(this.#random() * PROCESSOR_KINDS.length)] as ProcessorKind);
@@ -170,21 +221,30 @@ class FleetRun {
     this.#streams?.serve(this.#kinesis);
     // Several streams: the checks of former streams follow one lease table (no live migration).
     this.#watch.checkDeliveriesAfterLoss = this.#streams !== null;
+    // With sessions the store is memory; the draw is made all the same, so the schedule stays the one
+    // the seed has without sessions.
     const useMigration =
       this.#streams === null &&
-      (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration';
+      (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration' &&
+      !sessions;
     const onChange = (table: string, before: Lease | undefined, after: Lease | undefined): void =>
       this.#leaseChanged(table, before, after);
     this.#migration = useMigration ? new SimulatedMigration(APPLICATION, this.#clock, onChange) : null;
-    this.#stores = this.#migration ?? simulatedMemoryStores(APPLICATION, this.#clock, onChange);
+    const memory =
+      this.#migration === null
+        ? simulatedMemoryStores(APPLICATION, this.#clock, onChange, { sessions })
+        : null;
+    this.#stores = this.#migration ?? (memory as SimulatedStores);
+    this.#sessions = memory?.sessions ?? null;
   }
 
   async execute(): Promise<FleetSimulationResult> {
     const { chaosMs, settleLimitMs } = this.#options;
     this.#tell(
-      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#streams?.describe() ?? `${this.#stream.openShards().length} shards`}, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}`,
+      `seed ${this.#options.seed}: store calls time out after ${this.#storeCallTimeoutMs} ms, processor ${this.#processor}${this.#partialFailures ? ', failing single messages' : ''}${this.#poisonMessages ? ', poison messages' : ''}, ${this.#streams?.describe() ?? `${this.#stream.openShards().length} shards`}, maxRecords ${this.#maxRecords}${this.#migration === null ? '' : ', a live store migration'}${this.#sessions === null ? '' : `, database sessions checked every ${this.#livenessCheckIntervalMs} ms`}`,
     );
     void this.#produce();
+    if (this.#sessions !== null) void this.#sessionChaos(this.#sessions, chaosMs);
     let operating: Promise<void> = Promise.resolve();
     if (this.#migration !== null) {
       const liveAt = 2_000 + Math.floor(this.#random() * 8_000);
@@ -297,6 +357,16 @@ class FleetRun {
       stores: this.#stores.kind,
       violations: this.#ledger.violations,
       story: this.#story,
+      ...(this.#sessions === null
+        ? {}
+        : {
+            sessions: {
+              livenessCheckIntervalMs: this.#livenessCheckIntervalMs,
+              restarts: this.#sessions.restarts,
+              cuts: this.#sessions.cuts,
+              deadOwnerTakes: this.#deadOwnerTakes,
+            },
+          }),
       ...(this.#streams === null
         ? {}
         : {
@@ -437,6 +507,53 @@ class FleetRun {
     });
   }
 
+  /**
+   * What ends sessions besides a crash, during the chaos, about every 3 s (its own draws): a database
+   * restart (every session ends, every call fails for a while), or a running worker's connection cut —
+   * the database ends its session at once, or only after a while (until then the worker cannot attach
+   * again and the others still see it), or at once while the worker cannot attach again for a few tries.
+   */
+  async #sessionChaos(sessions: SimulatedSessions, chaosMs: number): Promise<void> {
+    const random = this.#sessionRandom;
+    for (;;) {
+      const waitMs = 500 + Math.floor(-Math.log(1 - random()) * 2_500);
+      if (this.#clock.monotonicNow() + waitMs >= chaosMs) return;
+      await this.#clock.sleep(waitMs);
+      const roll = random();
+      if (roll < 0.2) {
+        const downMs = 200 + Math.floor(random() * 3_000);
+        const ended = sessions.restart(downMs);
+        this.#tell(`the database restarts: ${ended} session(s) end, every call fails for ${downMs} ms`);
+        continue;
+      }
+      const running = this.#running();
+      if (running.length === 0) continue;
+      const worker = running[Math.floor(random() * running.length)] as SimulatedWorker;
+      if (roll < 0.6) {
+        if (sessions.cut(worker.workerId, 0)) {
+          this.#tell(
+            `network: ${worker.workerId}'s connection is cut; the database ends its session at once`,
+          );
+        }
+      } else if (roll < 0.85) {
+        const noticedAfterMs = 1_000 + Math.floor(random() * 7_000);
+        if (sessions.cut(worker.workerId, noticedAfterMs)) {
+          this.#tell(
+            `network: ${worker.workerId}'s connection is cut; the database ends its session only after ${noticedAfterMs} ms`,
+          );
+        }
+      } else {
+        const attempts = 2 + Math.floor(random() * 8);
+        if (sessions.cut(worker.workerId, 0)) {
+          worker.storeFaults.failNext(attempts, { operations: ['workers.attachSession'] });
+          this.#tell(
+            `network: ${worker.workerId}'s connection is cut; the database ends its session at once, and its next ${attempts} attach(es) fail`,
+          );
+        }
+      }
+    }
+  }
+
   #faultContext(): FaultContext {
     return {
       random: this.#random,
@@ -447,6 +564,7 @@ class FleetRun {
   }
 
   #clearFaults(): void {
+    this.#sessions?.up();
     if (this.#streams !== null) this.#streams.trackerFailing = false;
     for (const { faults } of this.#stores.globalFaults) faults.restore().setLatency(0);
     this.#kinesis.faults = NO_KINESIS_FAULTS;
@@ -487,10 +605,12 @@ class FleetRun {
     const clock = this.#clock.processClock();
     const kinesis: KinesisCaller = { clock, faults: NO_KINESIS_FAULTS };
     const plainTarget = this.#migration?.complete === true && this.#random() < 0.5;
+    const session = this.#sessions?.process(workerId) ?? null;
+    const heldBefore = this.#sessions?.held(workerId) === true;
     const { store, faults: storeFaults } =
       this.#migration === null
-        ? this.#stores.workerStore(clock)
-        : this.#migration.workerStore(clock, plainTarget);
+        ? this.#stores.workerStore(clock, session ?? undefined)
+        : this.#migration.workerStore(clock, undefined, plainTarget);
     const random = seededRandom((this.#options.seed * 31 + this.#stats.workers * 7919) >>> 0);
     const streams =
       this.#streams === null
@@ -510,6 +630,7 @@ class FleetRun {
       maxRecords: this.#maxRecords,
       ...SIMULATION_TIMINGS,
       storeCallTimeoutMs: this.#storeCallTimeoutMs,
+      ...(this.#sessions === null ? {} : { livenessCheckIntervalMs: this.#livenessCheckIntervalMs }),
       clock,
       random,
       logger: this.#logger(workerId),
@@ -533,6 +654,7 @@ class FleetRun {
       storeFaults,
       kinesis,
       consumer,
+      session,
       state: 'running',
     };
     const previous = this.#workers.get(workerId);
@@ -540,7 +662,7 @@ class FleetRun {
     this.#workers.set(workerId, worker);
     this.#stats.workers += 1;
     this.#tell(
-      `${workerId} starts${reuseId === undefined ? '' : ' again (same worker id)'}${plainTarget ? ' on the target store' : ''}`,
+      `${workerId} starts${reuseId === undefined ? '' : ' again (same worker id)'}${plainTarget ? ' on the target store' : ''}${heldBefore ? ', its earlier session still held' : ''}`,
     );
     consumer.start().catch((error: unknown) => {
       if (worker.state === 'crashed') return;
@@ -559,7 +681,20 @@ class FleetRun {
     worker.clock.freeze();
     this.#watch.crashed(worker.workerId);
     this.#stats.crashes += 1;
-    this.#tell(`${worker.workerId} crashes (kill -9)`);
+    if (this.#sessions === null || worker.session === null) {
+      this.#tell(`${worker.workerId} crashes (kill -9)`);
+      return;
+    }
+    // The kernel closes a dead process's socket and the database ends its session; a machine that
+    // vanishes closes nothing, and the database notices only when TCP gives up on the connection.
+    const vanishes = this.#sessionRandom() < 0.3;
+    const afterMs = vanishes ? 2_000 + Math.floor(this.#sessionRandom() * 10_000) : 0;
+    this.#sessions.processDied(worker.session, afterMs);
+    this.#tell(
+      vanishes
+        ? `${worker.workerId}'s machine vanishes; the database ends its session after ${afterMs} ms`
+        : `${worker.workerId} crashes (kill -9); the database ends its session at once`,
+    );
   }
 
   #stopWorker(worker: SimulatedWorker): void {
@@ -592,6 +727,15 @@ class FleetRun {
     }
     if (after === undefined) return;
     const key = after.leaseKey;
+    // A write that moved the counter (a hand-off request does not: it leaves the owner's lease alone).
+    if (this.#sessions !== null && after.leaseCounter !== before?.leaseCounter) {
+      this.#lastWrites.set(key, {
+        at: this.#clock.monotonicNow(),
+        previousAt: this.#lastWrites.get(key)?.at ?? null,
+        from: before?.owner ?? null,
+        to: after.owner,
+      });
+    }
     if (table === 'source') {
       if (after.owner === SEAL_OWNER) this.#sealed.add(key);
     }
@@ -622,7 +766,38 @@ class FleetRun {
       this.#watch.lossNoticed(event.workerId, event.leaseKey);
     }
     const line = storyOfEvent(event);
-    if (line !== null) this.#tell(line);
+    const deadOwner = event.type === 'lease-taken' && this.#deadOwnerTake(event);
+    if (line !== null) this.#tell(deadOwner ? `${line}, its owner judged dead by its session` : line);
+  }
+
+  /**
+   * Session liveness: whether a take moved a lease from an owner judged dead — not stolen, and sooner
+   * after the lease's previous write than an expiry allows. Such a take must follow an end of the
+   * owner's session that the taker could have seen (`SimulatedSessions.couldJudgeDead`).
+   */
+  #deadOwnerTake(event: Extract<KclEvent, { type: 'lease-taken' }>): boolean {
+    const sessions = this.#sessions;
+    const { workerId: taker, leaseKey, previousOwner: owner } = event;
+    if (sessions === null || event.stolen || owner === null || owner === taker) return false;
+    const write = this.#lastWrites.get(leaseKey);
+    if (write === undefined || write.to !== taker || write.from !== owner || write.previousAt === null) {
+      return false;
+    }
+    const { leaseExpiryMs, rebalanceIntervalMs } = SIMULATION_TIMINGS;
+    if (write.at - write.previousAt >= leaseExpiryMs) return false;
+    this.#deadOwnerTakes += 1;
+    // A judgement stands until a later check sees the session again; checks fail and take time.
+    const staleMs =
+      leaseExpiryMs +
+      rebalanceIntervalMs +
+      2 * (this.#livenessCheckIntervalMs + 2 * this.#storeCallTimeoutMs);
+    if (!sessions.couldJudgeDead(taker, owner, write.at, staleMs)) {
+      this.#ledger.violate(
+        'taken-from-live-session',
+        `${taker} took ${leaseKey} from ${owner} ${write.at - write.previousAt} ms after its previous write, as a dead owner's, but ${taker} could not have seen ${owner}'s session end (none ended while ${taker} held its own, within ${staleMs} ms)`,
+      );
+    }
+    return true;
   }
 
   #logger(workerId: string): Logger {
@@ -631,7 +806,13 @@ class FleetRun {
         `${workerId} logs an error: ${message}${fields?.error === undefined ? '' : ` (${describe(fields.error)})`}`,
       );
     };
-    return { debug: () => {}, info: () => {}, warn: () => {}, error };
+    if (this.#sessions === null) return { debug: () => {}, info: () => {}, warn: () => {}, error };
+    // With sessions, the judgements of session liveness are part of the story.
+    const said = (message: string, fields?: Readonly<Record<string, unknown>>): void => {
+      const line = sessionLogLine(workerId, message, fields);
+      if (line !== null) this.#tell(line);
+    };
+    return { debug: () => {}, info: said, warn: said, error };
   }
 
   // ── the end ─────────────────────────────────────────────────────────────────────────────────
@@ -695,6 +876,24 @@ class FleetRun {
     const told = this.#streams?.shorten(line) ?? line;
     this.#story.push(`${(this.#clock.monotonicNow() / 1_000).toFixed(3).padStart(8)}s  ${told}`);
   }
+}
+
+/** The story line of a session liveness log line, or null for the others. */
+function sessionLogLine(
+  workerId: string,
+  message: string,
+  fields: Readonly<Record<string, unknown>> | undefined,
+): string | null {
+  if (message.startsWith('workers lost their database session')) {
+    return `${workerId} judges ${String(fields?.workerIds)} dead: their database session ended`;
+  }
+  if (message.startsWith('a worker judged dead by its session still writes')) {
+    return `${workerId} sees ${String(fields?.workerId)} write its leases: alive after all`;
+  }
+  if (message.startsWith('this worker lost its database session')) {
+    return `${workerId} finds its own database session gone`;
+  }
+  return null;
 }
 
 function describe(error: unknown): string {

@@ -16,6 +16,7 @@ export {
 export { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
 export type { ProcessorContext, ProcessorKind, ProcessorOptions } from './simulated-processors.js';
 export { PROCESSOR_KINDS, simulatedProcessorOptions } from './simulated-processors.js';
+export { SessionProcess, SimulatedSessions } from './simulated-sessions.js';
 export type { SimulatedRecord, SimulatedShard, SimulatedStreamOptions } from './simulated-stream.js';
 export { SimulatedStream } from './simulated-stream.js';
 export type { FreezableClock } from './simulation-clock.js';

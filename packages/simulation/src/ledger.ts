@@ -13,7 +13,8 @@ export interface Violation {
     | 'worker-failed'
     | 'wrong-stream'
     | 'delivered-after-loss'
-    | 'former-stream';
+    | 'former-stream'
+    | 'taken-from-live-session';
   readonly at: number;
   readonly message: string;
 }

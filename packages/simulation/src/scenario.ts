@@ -16,6 +16,7 @@ import {
   simulatedStreamIdentifier,
 } from './simulated-kinesis.js';
 import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import { SimulatedSessions } from './simulated-sessions.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
 
@@ -29,6 +30,11 @@ export interface ScenarioOptions {
   readonly streams?: Readonly<Record<string, number>>;
   readonly seed?: number;
   readonly applicationName?: string;
+  /**
+   * Session liveness (default false): the store offers database sessions (`capabilities.sessionLiveness`),
+   * and `scenario.sessions` ends them — a process dying, a cut connection, a database restart.
+   */
+  readonly sessions?: boolean;
 }
 
 /** One worker of a scenario, with its own clock (a crash freezes it), store faults and Kinesis faults. */
@@ -39,8 +45,12 @@ export interface ScenarioWorker {
   readonly storeFaults: FaultController;
   readonly kinesis: KinesisCaller;
   readonly events: KclEvent[];
-  /** Kills the worker: no cleanup, its calls never answer, its timers never fire. */
-  crash(): void;
+  /**
+   * Kills the worker: no cleanup, its calls never answer, its timers never fire. With sessions, the
+   * database ends its session after `sessionEndsAfterMs` (default 0: at once, as when the kernel closes
+   * a dead process's socket; later for a machine that vanished without closing it).
+   */
+  crash(options?: { readonly sessionEndsAfterMs?: number }): void;
 }
 
 /**
@@ -59,6 +69,8 @@ export class Scenario {
   readonly applicationName: string;
   /** The store every worker reaches (through its own fault layer): faults here hit them all. */
   readonly store: FaultyLeaseStore;
+  /** Session liveness (`sessions: true`): what ends the workers' database sessions; null without. */
+  readonly sessions: SimulatedSessions | null;
   /** Every stored lease change, in order. */
   readonly changes: Array<{ readonly at: number; readonly before?: Lease; readonly after?: Lease }> = [];
   readonly #seed: number;
@@ -90,8 +102,13 @@ export class Scenario {
       table: this.table,
       now: () => this.clock.now(),
       yieldBeforeEachCall: () => Promise.resolve(),
+      ...(options.sessions === true ? { sessions: true } : {}),
     });
-    this.store = createFaultyLeaseStore(memory, { clock: this.clock });
+    this.sessions =
+      options.sessions === true ? new SimulatedSessions(this.table, this.applicationName, this.clock) : null;
+    this.store = createFaultyLeaseStore(this.sessions?.databaseLayer(memory) ?? memory, {
+      clock: this.clock,
+    });
   }
 
   /** Calls `listener` with every later change of a stored lease (`after` undefined: deleted). */
@@ -112,7 +129,10 @@ export class Scenario {
     const kinesis: KinesisCaller = { clock, faults: NO_KINESIS_FAULTS };
     const faulty = createFaultyLeaseStore(this.store, { clock });
     const events: KclEvent[] = [];
-    const leaseStore: LeaseStore = options.leaseStore ?? processLeaseStore(faulty, clock);
+    const sessions = this.sessions;
+    const session = sessions?.process(workerId) ?? null;
+    const inner = sessions === null || session === null ? faulty : sessions.processLayer(session, faulty);
+    const leaseStore: LeaseStore = options.leaseStore ?? processLeaseStore(inner, clock);
     const consumer = createConsumer({
       initialPosition: 'TRIM_HORIZON',
       clock,
@@ -138,7 +158,12 @@ export class Scenario {
       storeFaults: faulty.faults,
       kinesis,
       events,
-      crash: () => clock.freeze(),
+      crash: (crashOptions) => {
+        clock.freeze();
+        if (sessions !== null && session !== null) {
+          sessions.processDied(session, crashOptions?.sessionEndsAfterMs ?? 0);
+        }
+      },
     };
   }
 

@@ -14,6 +14,7 @@ import {
   MemoryLeaseTable,
 } from '@kcl/testkit';
 import { observeLeaseTable, processLeaseStore } from './simulated-lease-store.js';
+import { type SessionProcess, SimulatedSessions } from './simulated-sessions.js';
 import type { FreezableClock, SimulationClock } from './simulation-clock.js';
 
 /** The lease stores of a simulated fleet: one memory store, or a live migration between two. */
@@ -21,8 +22,14 @@ export interface SimulatedStores {
   readonly kind: 'memory' | 'migration';
   /** Fault controllers that hit every worker (the schedule picks from them). */
   readonly globalFaults: readonly { readonly name: string; readonly faults: FaultController }[];
-  /** The store one worker uses, and the faults for it alone. */
-  workerStore(clock: FreezableClock): { readonly store: LeaseStore; readonly faults: FaultController };
+  /**
+   * The store one worker uses, and the faults for it alone; `session` (a store with sessions) records
+   * the sessions the worker's process attaches.
+   */
+  workerStore(
+    clock: FreezableClock,
+    session?: SessionProcess,
+  ): { readonly store: LeaseStore; readonly faults: FaultController };
   /** The leases as they stand where they are authoritative now. */
   leases(): Promise<Lease[]>;
 }
@@ -33,35 +40,44 @@ function memoryStore(
   applicationName: string,
   clock: SimulationClock,
   table: MemoryLeaseTable,
-): FaultyLeaseStore {
-  return createFaultyLeaseStore(
-    createMemoryLeaseStore({
-      applicationName,
-      table,
-      now: () => clock.now(),
-      yieldBeforeEachCall: () => Promise.resolve(),
-    }),
-    { clock },
-  );
+  sessions: SimulatedSessions | null = null,
+): FaultyLeaseStore & { readonly memory: LeaseStore } {
+  const memory = createMemoryLeaseStore({
+    applicationName,
+    table,
+    now: () => clock.now(),
+    yieldBeforeEachCall: () => Promise.resolve(),
+    ...(sessions === null ? {} : { sessions: true }),
+  });
+  const faulty = createFaultyLeaseStore(sessions === null ? memory : sessions.databaseLayer(memory), {
+    clock,
+  });
+  return Object.assign(faulty, { memory });
 }
 
-/** One memory store behind a fault layer for everyone, and one per worker. */
+/** One memory store behind a fault layer for everyone, and one per worker; with sessions or without. */
 export function simulatedMemoryStores(
   applicationName: string,
   clock: SimulationClock,
   onChange: OnChange,
-): SimulatedStores {
+  options: { readonly sessions?: boolean } = {},
+): SimulatedStores & { readonly sessions: SimulatedSessions | null } {
   const table = new MemoryLeaseTable();
   observeLeaseTable(table, applicationName, (before, after) => onChange('store', before, after));
-  const global = memoryStore(applicationName, clock, table);
+  const sessions = options.sessions === true ? new SimulatedSessions(table, applicationName, clock) : null;
+  const global = memoryStore(applicationName, clock, table, sessions);
   return {
     kind: 'memory',
     globalFaults: [{ name: 'the store', faults: global.faults }],
-    workerStore(processClock) {
+    sessions,
+    workerStore(processClock, session) {
       const faulty = createFaultyLeaseStore(global, { clock: processClock });
-      return { store: processLeaseStore(faulty, processClock), faults: faulty.faults };
+      const inner =
+        sessions === null || session === undefined ? faulty : sessions.processLayer(session, faulty);
+      return { store: processLeaseStore(inner, processClock), faults: faulty.faults };
     },
-    leases: () => global.inner.leases.list(),
+    // Read past the database layer: the simulation looks at the table even while the database is down.
+    leases: () => global.memory.leases.list(),
   };
 }
 
@@ -199,7 +215,8 @@ export class SimulatedMigration implements SimulatedStores {
     return this.#complete;
   }
 
-  workerStore(processClock: FreezableClock, plainTarget = false) {
+  /** Session liveness is off for a migrating store: `_session` is never used. */
+  workerStore(processClock: FreezableClock, _session?: SessionProcess, plainTarget = false) {
     const source = createFaultyLeaseStore(this.#source, { clock: processClock });
     const target = createFaultyLeaseStore(this.#target, { clock: processClock });
     if (plainTarget) return { store: processLeaseStore(target, processClock), faults: target.faults };

@@ -43,4 +43,25 @@ describe('the fleet simulation', () => {
     expect(totals.removed).toBeGreaterThan(0);
     expect(totals.deleted).toBeGreaterThan(0);
   });
+
+  it('is deterministic with session liveness too, and its sessions end in every way over the seeds it samples', async () => {
+    const first = await runFleetSimulation({ seed: 42, sessions: true });
+    const second = await runFleetSimulation({ seed: 42, sessions: true });
+    expect(second.story).toEqual(first.story);
+    expect(second.sessions).toEqual(first.sessions);
+    const totals = { restarts: 0, cuts: 0, deadOwnerTakes: 0, processDeaths: 0, vanished: 0 };
+    for (let seed = 1; seed <= 10; seed++) {
+      const { sessions, story } = await runFleetSimulation({ seed, sessions: true });
+      totals.restarts += sessions?.restarts ?? 0;
+      totals.cuts += sessions?.cuts ?? 0;
+      totals.deadOwnerTakes += sessions?.deadOwnerTakes ?? 0;
+      totals.processDeaths += story.filter((line) => line.includes('ends its session at once')).length;
+      totals.vanished += story.filter((line) => line.includes('machine vanishes')).length;
+    }
+    expect(totals.restarts).toBeGreaterThan(0);
+    expect(totals.cuts).toBeGreaterThan(0);
+    expect(totals.deadOwnerTakes).toBeGreaterThan(0);
+    expect(totals.processDeaths).toBeGreaterThan(0);
+    expect(totals.vanished).toBeGreaterThan(0);
+  });
 });

@@ -7,7 +7,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { runFleetSimulation } = await import('../fleet-simulation.js');
 const { PROCESSOR_KINDS } = await import('../simulated-processors.js');
 
-const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--streams N] [--story]
+const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--streams N] [--sessions | --no-sessions] [--story]
 
   --seed N         run one seed and print its story (what was scheduled and what the fleet did)
   --from A --to B  run seeds A..B (inclusive); a failing seed prints its story
@@ -15,6 +15,9 @@ const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--process
   --processor KIND one of ${PROCESSOR_KINDS.join(', ')} (default: chosen by each seed)
   --streams N      one application reading N streams (N >= 2) through a stream tracker whose list
                    the schedule changes: streams added and dropped, former streams' leases deleted
+  --sessions       every run with session liveness (the store offers database sessions; the schedule
+                   ends them: processes dying, machines vanishing, cut connections, database restarts)
+  --no-sessions    no run with it (default: chosen by each seed, about half the runs)
   --story          print the story of passing seeds too
   --trace KEY      add every handling of the records of partition key KEY to the story
 `;
@@ -27,10 +30,12 @@ const { values } = parseArgs({
     runs: { type: 'string' },
     processor: { type: 'string' },
     streams: { type: 'string' },
+    sessions: { type: 'boolean' },
     trace: { type: 'string' },
     story: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
+  allowNegative: true,
 });
 
 if (values.help) {
@@ -83,6 +88,7 @@ for (let seed = from; seed <= to; seed++) {
     ...(processor === undefined ? {} : { processor }),
     ...(values.trace === undefined ? {} : { traceKey: values.trace }),
     ...(streams === 1 ? {} : { streams }),
+    ...(values.sessions === undefined ? {} : { sessions: values.sessions }),
   });
   const ok = result.violations.length === 0;
   if (!ok) failed += 1;
@@ -104,8 +110,14 @@ for (let seed = from; seed <= to; seed++) {
         `  ${count} streams: ${added} added to the list, ${removed} dropped, ${deleted} former streams' leases deleted, ${recreated} re-created after deletion; the longest a record waited for its first handling: ${Math.round(longestWaitMs)} ms\n`,
       );
     }
+    if (result.sessions !== undefined) {
+      const { livenessCheckIntervalMs, restarts, cuts, deadOwnerTakes } = result.sessions;
+      process.stdout.write(
+        `  sessions checked every ${livenessCheckIntervalMs} ms: ${restarts} database restart(s), ${cuts} cut connection(s), ${deadOwnerTakes} lease(s) taken from owners judged dead\n`,
+      );
+    }
     if (!ok) {
-      const option = streams === 1 ? '' : ` --streams ${streams}`;
+      const option = `${streams === 1 ? '' : ` --streams ${streams}`}${values.sessions === undefined ? '' : values.sessions ? ' --sessions' : ' --no-sessions'}`;
       process.stdout.write(
         `  re-run alone: npx pnpm@10.34.9 --filter @kcl/simulation sim --seed ${seed}${option}\n`,
       );
