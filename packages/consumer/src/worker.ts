@@ -96,7 +96,11 @@ export class Worker {
   #leaving = false;
   /** Session liveness, when the store offers it and it is not turned off. */
   readonly #liveness: SessionLiveness | null;
-  /** Who the last rebalance listing named (lease owners and registered workers): the liveness check's candidates. */
+  /**
+   * Who the last rebalance listing named — lease owners, and the requesters of pending hand-offs (one
+   * that dies before the lease reaches it must be judged, or the lease handed to it waits for its
+   * expiry): the liveness check's candidates.
+   */
   #lastListed: ReadonlySet<string> = new Set();
   /** Leases of workers judged dead, with the counter they had when first listed so. */
   #deadOwnerCounters = new Map<string, { owner: string; counter: number }>();
@@ -455,7 +459,12 @@ export class Worker {
       return;
     }
     if (this.#taking.signal.aborted) return;
-    this.#lastListed = new Set(leases.flatMap((lease) => (lease.owner === null ? [] : [lease.owner])));
+    this.#lastListed = new Set(
+      leases.flatMap((lease) => [
+        ...(lease.owner === null ? [] : [lease.owner]),
+        ...(lease.handoff === null ? [] : [lease.handoff.to]),
+      ]),
+    );
     this.#reviveWriters(leases);
     // Several streams: a lease without a stream in its key is no shard this worker can read.
     if (this.#streams.multiStream) leases = this.#acceptedLeases(leases);

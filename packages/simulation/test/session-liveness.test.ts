@@ -343,9 +343,7 @@ describe('session liveness meeting the other mechanisms', () => {
     expect(fleet.lost()).toEqual([]);
   });
 
-  // Fails: the owner sees the requester only as a hand-off target, not as a lease owner, so nobody saw
-  // its session held and nobody judges it dead; the lease handed to it waits for its expiry.
-  it.fails('(d) a requester killed while its hand-off is pending: the lease is not left with it for longer than a rebalance or two', async () => {
+  it('(d) a requester killed while its hand-off is pending: the lease is not left with it for longer than a rebalance or two', async () => {
     const scenario = new Scenario({ shards: 2, seed: 13, sessions: true });
     const fleet = new Fleet(scenario);
     fleet.produce();

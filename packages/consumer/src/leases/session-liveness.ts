@@ -93,8 +93,8 @@ export class SessionLiveness {
   /**
    * One check: a statement on this worker's own session (which notices its loss first hand, and keeps
    * an idle connection from being closed by a server or proxy timeout), then one asking which of
-   * `candidates` — the lease owners of the last listing — and this worker hold a session. Without a
-   * session of its own, this worker attaches one instead.
+   * `candidates` — the lease owners and hand-off requesters of the last listing — and this worker hold
+   * a session. Without a session of its own, this worker attaches one instead.
    */
   async check(candidates: Iterable<string>): Promise<void> {
     const { store, workerId, logger } = this.#options;
