@@ -182,9 +182,9 @@ class FleetRun {
         'simulation: a live migration has no session liveness (sessions and stores: migration)',
       );
     }
-    this.#livenessCheckIntervalMs = sessions
-      ? ([250, 500, 1_000][Math.floor(this.#sessionRandom() * 3)] as number)
-      : 0;
+    // The consumer's default (1 s), or twice as often as the renewals; always drawn, as above.
+    const checkIntervalMs = this.#sessionRandom() < 0.5 ? 500 : 1_000;
+    this.#livenessCheckIntervalMs = sessions ? checkIntervalMs : 0;
     this.#processor =
       options.processor ??
       (PROCESSOR_KINDS[Math.floor(this.#random() * PROCESSOR_KINDS.length)] as ProcessorKind);
