@@ -56,8 +56,11 @@ class Fleet {
   produced = 0;
   #producing = false;
 
-  constructor(scenario: Scenario) {
+  readonly #timings: typeof TIMINGS;
+
+  constructor(scenario: Scenario, timings: typeof TIMINGS = TIMINGS) {
     this.scenario = scenario;
+    this.#timings = timings;
   }
 
   /** Puts one record on each of 8 keys every 50 ms until `stopProducing`. */
@@ -115,7 +118,7 @@ class Fleet {
       },
     });
     const worker = this.scenario.worker(workerId, {
-      ...TIMINGS,
+      ...this.#timings,
       processor,
       logger: this.#logger(workerId),
       onEvent: (event) => this.events.push({ at: this.scenario.clock.monotonicNow(), event }),
@@ -305,6 +308,40 @@ describe('session liveness meeting the other mechanisms', () => {
     expect(fleet.lost()).toEqual([]);
     expect(fleet.duplicates()).toEqual([]);
   });
+
+  // With the simulation's 3 s leases an outage of the database lets leases expire: the moves that follow
+  // are expiry's, and the same outage without sessions makes as many.
+  it.each([2_000, 4_000, 6_000])(
+    '(b′) a database restart of %i ms with 3 s leases moves no more leases than the same outage without sessions',
+    async (downMs) => {
+      const moves = async (sessions: boolean): Promise<number> => {
+        const scenario = new Scenario({ shards: 6, seed: 7, sessions });
+        const fleet = new Fleet(scenario, { ...TIMINGS, leaseExpiryMs: SIMULATION_TIMINGS.leaseExpiryMs });
+        fleet.produce();
+        for (const workerId of ['W1', 'W2', 'W3']) {
+          fleet.start(workerId);
+          await scenario.run(1_000);
+        }
+        expect(await balanced(fleet, ['W1', 'W2', 'W3'], 2)).toBe(true);
+        await scenario.run(3_000);
+        const restartAt = scenario.clock.monotonicNow();
+        if (scenario.sessions === null) {
+          scenario.store.faults.setUnavailable();
+          void scenario.clock.sleep(downMs).then(() => scenario.store.faults.restore());
+        } else {
+          expect(scenario.sessions.restart(downMs)).toBe(3);
+        }
+        await scenario.run(15_000);
+        expect(fleet.said.filter((said) => said.kind === 'judges')).toEqual([]);
+        expect(await balanced(fleet, ['W1', 'W2', 'W3'], 2)).toBe(true);
+        await fleet.drain();
+        expect(fleet.lost()).toEqual([]);
+        return fleet.moves(restartAt);
+      };
+      const withSessions = await moves(true);
+      expect(withSessions).toBeLessThanOrEqual(await moves(false));
+    },
+  );
 
   it('(c) an owner killed in the middle of a hand-off it was asked for: the requester takes the lease at once, not at the hand-off timeout', async () => {
     const scenario = new Scenario({ shards: 2, seed: 11, sessions: true });
