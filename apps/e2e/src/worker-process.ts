@@ -49,7 +49,10 @@ export interface WorkerProcessConfig {
   readonly batchFile: string;
   readonly timing: FleetTiming;
   /** Consumer options beyond the timings (how many leases to steal at once, polling or fan-out, …). */
-  readonly consumer?: Pick<ConsumerOptions, 'maxLeasesToSteal' | 'maxLeasesForWorker' | 'retrieval'>;
+  readonly consumer?: Pick<
+    ConsumerOptions,
+    'maxLeasesToSteal' | 'maxLeasesForWorker' | 'retrieval' | 'sessionLiveness' | 'livenessCheckIntervalMs'
+  >;
   /** A wait at the start of shutdownRequested, before its checkpoint: an owner slow to hand a lease over. */
   readonly shutdownRequestedDelayMs?: number;
 }
