@@ -150,7 +150,8 @@ function progress(message: string): void {
 }
 
 async function main(): Promise<void> {
-  const options = parseOptions(process.argv.slice(2));
+  // `pnpm run bench:store-scale -- --quick` passes the `--` on.
+  const options = parseOptions(process.argv.slice(2).filter((arg) => arg !== '--'));
   if (options.render !== null) {
     const reports = options.render
       .split(',')
