@@ -5,7 +5,7 @@ import type { CellResult, FleetCell } from './fleet-run.js';
 import { runFleetCell } from './fleet-run.js';
 import { javaLeaseItemBytes } from './java-kcl-cost.js';
 import type { ScaleReport, StoreRun } from './scale-report.js';
-import { formatMarkdownReport } from './scale-report.js';
+import { formatMarkdownReport, mergeReports } from './scale-report.js';
 import type { ScaleStore, ScaleStoreName } from './scale-stores.js';
 import { openScaleStore, SCALE_STORE_LABELS, SCALE_STORE_NAMES } from './scale-stores.js';
 
@@ -27,7 +27,7 @@ const USAGE = `Usage: tsx store-scale/main.ts [options]
   --max-cell-minutes M  a fleet estimated to take longer is not run (default 60; quick 1.5)
   --budget-minutes M    no fleet is started after M minutes (default: no limit; quick 4)
   --json                JSON instead of Markdown
-  --render FILE         print the Markdown of a report saved with --json, without running anything
+  --render FILE,…       print the Markdown of reports saved with --json (several: joined), without running anything
 PostgreSQL and MariaDB URLs: KCL_POSTGRES_URL, KCL_MYSQL_URL (a throwaway database is created and dropped).`;
 
 function quickCells(): FleetCell[] {
@@ -150,9 +150,13 @@ function progress(message: string): void {
 }
 
 async function main(): Promise<void> {
-  const options = parseOptions(process.argv.slice(2));
+  // `pnpm run bench:store-scale -- --quick` passes the `--` on.
+  const options = parseOptions(process.argv.slice(2).filter((arg) => arg !== '--'));
   if (options.render !== null) {
-    console.log(formatMarkdownReport(JSON.parse(readFileSync(options.render, 'utf8')) as ScaleReport));
+    const reports = options.render
+      .split(',')
+      .map((file) => JSON.parse(readFileSync(file, 'utf8')) as ScaleReport);
+    console.log(formatMarkdownReport(mergeReports(reports)));
     return;
   }
   const started = performance.now();

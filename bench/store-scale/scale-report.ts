@@ -28,6 +28,41 @@ export interface ScaleReport {
   readonly stores: readonly StoreRun[];
   /** Cells not started because the time budget was spent. */
   readonly notRun: ReadonlyArray<{ readonly store: string; readonly cell: FleetCell }>;
+  /** Set when the report joins several runs (`--render a.json,b.json`). */
+  readonly runs?: number;
+}
+
+/**
+ * Several saved reports as one: each store's fleets in the order of the runs; a fleet left out of one
+ * run for its budget but measured in another is not listed as not run.
+ */
+export function mergeReports(reports: readonly ScaleReport[]): ScaleReport {
+  const [first, ...rest] = reports;
+  if (first === undefined) throw new Error('bench: no report to render');
+  const stores = new Map<string, StoreRun>();
+  for (const report of reports) {
+    for (const store of report.stores) {
+      const known = stores.get(store.name);
+      if (known === undefined || known.skipped !== null)
+        stores.set(store.name, { ...store, cells: [...store.cells] });
+      else known.cells.push(...store.cells);
+    }
+  }
+  const measured = (label: string, cell: FleetCell): boolean =>
+    [...stores.values()].some(
+      (store) =>
+        store.label === label &&
+        store.cells.some((run) => run.cell.workers === cell.workers && run.cell.leases === cell.leases),
+    );
+  const last = rest.at(-1) ?? first;
+  return {
+    ...first,
+    loadAfter: last.loadAfter,
+    wallSeconds: reports.reduce((sum, report) => sum + report.wallSeconds, 0),
+    stores: [...stores.values()],
+    notRun: reports.flatMap((report) => report.notRun).filter(({ store, cell }) => !measured(store, cell)),
+    runs: reports.length,
+  };
 }
 
 const HOUR_MS = 3_600_000;
@@ -130,7 +165,7 @@ export function formatMarkdownReport(report: ScaleReport): string {
   lines.push("### Renewal latency, convergence and the database's CPU");
   lines.push('');
   lines.push(
-    "Renew cycle: one worker's renewal round (all its leases, and its heartbeat), wall time, every round of every worker in the steady window; the whole fleet renews at the same moment, the worst case for these latencies. Balanced: every live worker holds ⌊L/n⌋ or ⌈L/n⌉ leases and no hand-off is pending; from the start with every lease free, and from killing a tenth of the workers (at least one) halfway between two renewals, so their leases expire 30 s after the kill (45 s after their last renewal: the mean for a kill at a random moment). One list + plan: what each worker does every rebalance interval — `leases.list` and `workers.list` of the fleet's table and one plan of them — timed alone before the fleet starts (median of 3, wall time). Database CPU: CPU seconds of the database per second of the fleet's time in the steady window (100 % = one core busy at the default intervals).",
+    "Renew cycle: one worker's renewal round (all its leases, and its heartbeat), wall time, every round of every worker in the steady window; the whole fleet renews at the same moment, the worst case for these latencies. Balanced: every live worker holds ⌊L/n⌋ or ⌈L/n⌉ leases and no hand-off is pending; from the start with every lease free, and from killing a tenth of the workers (at least one) halfway between two renewals, so their leases expire 30 s after the kill (45 s after their last renewal: the mean for a kill at a random moment). One list + plan: what each worker does every rebalance interval — `leases.list` and `workers.list` of the fleet's table and one plan of them — timed alone before the fleet starts (fastest of 3, wall time). Database CPU: CPU seconds of the database per second of the fleet's time in the steady window (100 % = one core busy at the default intervals).",
   );
   lines.push('');
   lines.push(
@@ -203,7 +238,7 @@ export function formatMarkdownReport(report: ScaleReport): string {
   lines.push('### Conditions');
   lines.push('');
   lines.push(
-    `${report.machine.cpu}, ${report.machine.memoryGiB} GiB, ${report.machine.system}, Node ${report.machine.node}; the databases, the emulator and the fleet all on this one host. Load average ${report.loadBefore.map((value) => value.toFixed(2)).join(' / ')} before, ${report.loadAfter.map((value) => value.toFixed(2)).join(' / ')} after; ${Math.round(report.wallSeconds)} s in all.`,
+    `${report.machine.cpu}, ${report.machine.memoryGiB} GiB, ${report.machine.system}, Node ${report.machine.node}; the databases, the emulator and the fleet all on this one host. Load average ${report.loadBefore.map((value) => value.toFixed(2)).join(' / ')} before, ${report.loadAfter.map((value) => value.toFixed(2)).join(' / ')} after; ${Math.round(report.wallSeconds)} s in all${report.runs === undefined || report.runs === 1 ? '' : `, in ${report.runs} runs one after the other`}.`,
   );
   for (const store of report.stores) {
     if (store.skipped !== null) continue;
