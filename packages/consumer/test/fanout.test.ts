@@ -240,6 +240,13 @@ describe('consumers in fan-out mode', () => {
     const second = consumerOf(streamName, 'fanout-app', table, seen, events, sink);
     await second.start();
     await until(() => seen.length >= before + 100, 20_000, 'the records after the restart');
+    // A subscription that outlives subscriptionLifetimeMs is renewed at its next event (on a loaded
+    // machine the ones above may all have ended otherwise first).
+    await until(
+      () => metrics.some((datum) => datum.name === 'SubscribeToShard.Renewed'),
+      20_000,
+      'a subscription renewed after its lifetime',
+    );
     await second.stop();
 
     // Read by subscriptions; GetRecords only for the closed parent's rest (kinesis-local never ends
