@@ -1,7 +1,7 @@
-import { noopLogger } from '@kcl/core';
+import { interceptLeaseStore, noopLogger } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { SessionLiveness } from './session-liveness.js';
+import { OWN_SESSION_CHECK_EVERY, SessionLiveness } from './session-liveness.js';
 
 function setup() {
   const table = new MemoryLeaseTable();
@@ -85,6 +85,35 @@ describe('SessionLiveness', () => {
     // Not judged again while it has no session: it was not seen holding one since.
     await liveness.check(['other']);
     expect(liveness.dead()).toEqual(new Set());
+  });
+
+  it('runs a statement on its own session at every tenth check, and notices a lost lock in between from the listing', async () => {
+    const { store, mine } = setup();
+    const calls: string[] = [];
+    const counted = interceptLeaseStore(mine, (operation, options, call) => {
+      calls.push(operation);
+      return call(options);
+    });
+    const liveness = new SessionLiveness({
+      store: counted,
+      workerId: 'me',
+      logger: noopLogger,
+      onDead: () => undefined,
+    });
+    await liveness.attach();
+    await store().workers.attachSession?.('other');
+    for (let check = 0; check < 2 * OWN_SESSION_CHECK_EVERY; check++) await liveness.check(['other']);
+    expect(calls.filter((operation) => operation === 'session.check')).toHaveLength(2);
+    expect(calls.filter((operation) => operation === 'workers.liveSessions')).toHaveLength(
+      2 * OWN_SESSION_CHECK_EVERY,
+    );
+    // Lost between two statements on the session: the next listing shows it, and it attaches again.
+    await liveness.check(['other']);
+    calls.length = 0;
+    mine.dropWorkerSession('me');
+    await liveness.check(['other']);
+    expect(calls).toEqual(['workers.liveSessions', 'session.close', 'workers.attachSession']);
+    expect(liveness.attached).toBe(true);
   });
 
   it('closes its session: the others no longer see it', async () => {

@@ -10,6 +10,14 @@ export interface SessionLivenessOptions {
 }
 
 /**
+ * The statement on this worker's own session runs at every this many checks. In between, the listing
+ * that asks after the others includes this worker, so a lock it lost shows there at once; the
+ * statement on the session keeps its idle connection from being closed by a server or proxy timeout,
+ * and tells its own lock from one another process holds under the same worker id.
+ */
+export const OWN_SESSION_CHECK_EVERY = 10;
+
+/**
  * Worker liveness tied to database sessions (ARCHITECTURE §3): this worker holds a session of its own,
  * and each check asks the store which of the other workers still hold theirs. A worker seen holding
  * its session and then found without it is dead — its process ended (the database ended the session
@@ -30,6 +38,8 @@ export class SessionLiveness {
   #attachFailures = 0;
   /** Set by `close`: a session attached after it is closed at once. */
   #closed = false;
+  /** Checks left before the next statement on this worker's own session (0: at the next check). */
+  #checksUntilOwn = 0;
 
   constructor(options: SessionLivenessOptions) {
     this.#options = options;
@@ -62,6 +72,7 @@ export class SessionLiveness {
         return false;
       }
       this.#session = session;
+      this.#checksUntilOwn = 0;
       this.#lostLogged = false;
       this.#attachFailures = 0;
       return true;
@@ -91,10 +102,10 @@ export class SessionLiveness {
   }
 
   /**
-   * One check: a statement on this worker's own session (which notices its loss first hand, and keeps
-   * an idle connection from being closed by a server or proxy timeout), then one asking which of
-   * `candidates` — the lease owners and hand-off requesters of the last listing — and this worker hold
-   * a session. Without a session of its own, this worker attaches one instead.
+   * One check: a statement asking which of `candidates` — the lease owners and hand-off requesters of
+   * the last listing — and this worker hold a session, preceded at every `OWN_SESSION_CHECK_EVERY`th
+   * check by one on this worker's own session (see there). Without a session of its own, this worker
+   * attaches one instead.
    */
   async check(candidates: Iterable<string>): Promise<void> {
     const { store, workerId, logger } = this.#options;
@@ -103,10 +114,14 @@ export class SessionLiveness {
       await this.attach();
       return;
     }
-    if (!(await session.check())) {
-      await this.#lost();
-      return;
+    if (this.#checksUntilOwn <= 0) {
+      if (!(await session.check())) {
+        await this.#lost();
+        return;
+      }
+      this.#checksUntilOwn = OWN_SESSION_CHECK_EVERY;
     }
+    this.#checksUntilOwn -= 1;
     const others = new Set(candidates);
     others.delete(workerId);
     const live = await store.workers.liveSessions?.([...others, workerId]);
