@@ -1,3 +1,4 @@
+import { interceptLeaseStore, LeaseStoreError } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from '../src/index.js';
@@ -44,13 +45,27 @@ const SLOW_EXPIRY: Partial<ConsumerOptions> = {
 function sessionFleet(streamName: string, applicationName: string, sessions: boolean) {
   const table = new MemoryLeaseTable();
   const store = createMemoryLeaseStore({ applicationName, table, sessions });
+  /** Workers whose attaches fail for now (their database refuses connections, say). */
+  const refused = new Set<string>();
   return {
     store,
+    refused,
     fleet: new Fleet({
       streamName,
       applicationName,
       newClient: kinesis.newClient,
-      store: () => createMemoryLeaseStore({ applicationName, table, sessions }),
+      store: (workerId) =>
+        interceptLeaseStore(
+          createMemoryLeaseStore({ applicationName, table, sessions }),
+          (operation, options, call) => {
+            if (operation === 'workers.attachSession' && refused.has(workerId)) {
+              return Promise.reject(
+                new LeaseStoreError('memory', 'test: the database refuses connections', { retryable: true }),
+              );
+            }
+            return call(options);
+          },
+        ),
       overrides: SLOW_EXPIRY,
     }),
   };
@@ -93,7 +108,7 @@ describe('session liveness (memory store sessions)', () => {
 
   it('loses nothing when a live worker’s session is cut: its leases move, it loses them, attaches again and rejoins', async () => {
     const streamName = await newStream(2);
-    const { fleet, store } = sessionFleet(streamName, 'blip', true);
+    const { fleet, store, refused } = sessionFleet(streamName, 'blip', true);
     await fleet.add('w1');
     await until(() => fleet.leasesHeldBy('w1').length === 2, 10_000, 'w1 holding both leases');
     await fleet.add('w2');
@@ -102,12 +117,16 @@ describe('session liveness (memory store sessions)', () => {
     // w2 must have seen w1 holding its session before the cut.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const w1Leases = fleet.leasesHeldBy('w1');
+    // Cut, and kept from attaching again until w2 has seen it without a session (else w1 may attach
+    // again before any check of w2's finds it gone, and nothing moves).
+    refused.add('w1');
     expect(store.dropWorkerSession('w1')).toBe(true);
     await until(
       () => w1Leases.every((leaseKey) => fleet.leasesHeldBy('w2').includes(leaseKey)),
       5_000,
       'w2 holding what w1 held',
     );
+    refused.delete('w1');
     await putRecords(kinesis.client, streamName, records('b', 300, 30, 300));
     await until(() => fleet.distinct().size >= 600, 20_000, 'records after the cut');
     // w1 attached again and takes its share back (by hand-off) within a few rebalances.
