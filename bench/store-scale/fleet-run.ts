@@ -22,6 +22,8 @@ export const LEASE_SETTINGS: LeaseSettings = {
   handoffPollIntervalMs: CONSUMER_DEFAULTS.handoffPollIntervalMs,
   shardSyncIntervalMs: CONSUMER_DEFAULTS.shardSyncIntervalMs,
   leaseCleanupIntervalMs: CONSUMER_DEFAULTS.leaseCleanupIntervalMs,
+  // resolveConsumerOptions' default.
+  livenessCheckIntervalMs: 1_000,
 };
 
 /** resolveConsumerOptions: min(storeCallTimeoutMs default, leaseRenewIntervalMs). */
@@ -125,6 +127,15 @@ export async function runFleetCell(
   const started = performance.now();
   const { progress } = options;
   const applicationName = `scale-${cell.workers}x${cell.leases}-${randomBytes(3).toString('hex')}`;
+  if (scaleStore.liveness && cell.workers > scaleStore.sessionLimit) {
+    return {
+      status: 'skipped',
+      cell,
+      timeScale: 1,
+      calibration: { listAndPlanMs: 0, oneRequestMs: 0 },
+      reason: `${cell.workers} sessions need ${cell.workers} connections of their own; the server allows ${scaleStore.sessionLimit} besides the fleet's pool (max_connections)`,
+    };
+  }
   const counted = await scaleStore.application(applicationName);
   progress(`${scaleStore.label} ${cell.workers}×${cell.leases}: creating ${cell.leases} leases`);
   await createLeases(counted, cell.leases);
@@ -165,6 +176,7 @@ export async function runFleetCell(
         workerId: `worker-${String(index + 1).padStart(3, '0')}`,
         store,
         settings: LEASE_SETTINGS,
+        liveness: scaleStore.liveness,
         clock,
         random: seededRandom(index + 1),
         onRenewRound: (_round, durationMs) => {

@@ -116,7 +116,7 @@ export function javaKcl2Cost(workers: number, leases: number, itemBytes: number)
     workers * perHour(d.leaderElectionIntervalMs) +
     perHour(d.leaseRecoveryAuditIntervalMs);
   const list = (scansPerHour * table.requests) / leases;
-  const requests = { renew: renewsPerLeaseHour, list, heartbeat: 0, take: 0, other: 0 };
+  const requests = { renew: renewsPerLeaseHour, list, heartbeat: 0, take: 0, liveness: 0, other: 0 };
   return {
     requests: { ...requests, total: renewsPerLeaseHour + list },
     readCapacity: (scansPerHour * table.readUnits) / leases,
@@ -153,6 +153,7 @@ export function javaKcl3Cost(workers: number, leases: number, itemBytes: number)
     list: listRequests / leases,
     heartbeat: heartbeatWrites / leases,
     take: 0,
+    liveness: 0,
     other: lockReads / leases,
   };
   return {

@@ -6,7 +6,9 @@ import {
   createLeasePlanner,
   HandoffRequests,
   LeaseKeeper,
+  linkSignals,
   runRenewalLoop,
+  SessionLiveness,
   ShardSync,
 } from './consumer-internals.js';
 
@@ -20,6 +22,7 @@ export interface LeaseSettings {
   readonly handoffPollIntervalMs: number;
   readonly shardSyncIntervalMs: number;
   readonly leaseCleanupIntervalMs: number;
+  readonly livenessCheckIntervalMs: number;
 }
 
 export interface LeaseWorkerOptions {
@@ -29,6 +32,8 @@ export interface LeaseWorkerOptions {
   readonly settings: LeaseSettings;
   readonly clock: Clock;
   readonly random: RandomSource;
+  /** Session liveness as the consumer runs it (the store must have `capabilities.sessionLiveness`). */
+  readonly liveness: boolean;
   /** After each renewal round: what it did and how long it took (fleet ms). */
   readonly onRenewRound: (round: RenewalRound, durationMs: number) => void;
   readonly onStoreError: (operation: string, error: unknown) => void;
@@ -71,6 +76,11 @@ export class LeaseWorker {
   /** When the loops started (fleet ms): renewals come every renew interval from here. */
   loopsStartedAt = 0;
   #checkingHandoffs: Promise<void> = Promise.resolve();
+  readonly #liveness: SessionLiveness | null;
+  /** Aborted when the liveness check finds a worker dead: the rebalance loop wakes at once. */
+  #wake = new AbortController();
+  /** The lease owners and hand-off requesters of the last listing: the liveness check's candidates. */
+  #lastListed = new Set<string>();
 
   constructor(options: LeaseWorkerOptions) {
     this.#options = options;
@@ -104,6 +114,9 @@ export class LeaseWorker {
       clock,
       onReadError: (_leaseKey, error) => options.onStoreError('read a lease asked for', error),
     });
+    this.#liveness = options.liveness
+      ? new SessionLiveness({ store, workerId, logger: noopLogger, onDead: () => this.#wake.abort() })
+      : null;
     this.#shardSync = new ShardSync({
       store,
       stream: NO_KINESIS,
@@ -127,6 +140,10 @@ export class LeaseWorker {
   /** The start without Kinesis: register, read the leases, then the loops (as `Worker.start`). */
   async start(): Promise<void> {
     const { store, clock, settings } = this.#options;
+    const liveness = this.#liveness;
+    if (liveness !== null && !(await liveness.attach())) {
+      throw new Error(`bench: ${this.workerId} could not attach its liveness session`);
+    }
     await store.workers.heartbeat(this.workerId, { startedAt: new Date(clock.now()).toISOString() });
     await store.leases.list();
     this.loopsStartedAt = clock.monotonicNow();
@@ -163,6 +180,9 @@ export class LeaseWorker {
         }),
       ),
       this.#periodic(settings.handoffPollIntervalMs, () => this.#checkHandoffs()),
+      ...(liveness === null
+        ? []
+        : [this.#periodic(settings.livenessCheckIntervalMs, () => liveness.check(this.#lastListed))]),
     ];
   }
 
@@ -173,6 +193,8 @@ export class LeaseWorker {
     for (const held of this.#keeper.held()) this.#keeper.abandon(held);
     this.#handoffs.clear();
     await Promise.allSettled(this.#loops);
+    // The process is gone: the database ends its session.
+    await this.#liveness?.close();
   }
 
   async #periodic(intervalMs: number, work: () => Promise<void>): Promise<void> {
@@ -189,8 +211,14 @@ export class LeaseWorker {
     const { clock, settings, random } = this.#options;
     const signal = this.#taking.signal;
     while (!signal.aborted) {
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
       await this.#rebalance();
-      await clock.sleep(jitter(settings.rebalanceIntervalMs, 0.25, random), signal);
+      const link = linkSignals(signal, this.#wake.signal);
+      try {
+        await clock.sleep(jitter(settings.rebalanceIntervalMs, 0.25, random), link.signal);
+      } finally {
+        link.dispose();
+      }
     }
   }
 
@@ -206,6 +234,12 @@ export class LeaseWorker {
       return;
     }
     if (this.#taking.signal.aborted) return;
+    this.#lastListed = new Set(
+      leases.flatMap((lease) => [
+        ...(lease.owner === null ? [] : [lease.owner]),
+        ...(lease.handoff === null ? [] : [lease.handoff.to]),
+      ]),
+    );
     this.#keeper.reconcile(leases);
     this.#adoptHandoffs(leases, listedAt);
     const plan = this.#planner.plan({
@@ -215,12 +249,18 @@ export class LeaseWorker {
       now: clock.monotonicNow(),
       wallNow: clock.now(),
       waitingHandoffs: new Set([...this.#handoffs.keys(), ...this.#settling]),
+      ...(this.#liveness === null ? {} : { deadOwners: this.#liveness.dead() }),
     });
     for (const { lease, stolen } of plan.take) {
       if (this.#taking.signal.aborted) return;
       if (stolen && lease.owner !== null && lease.owner !== this.workerId && lease.handoff === null) {
         await this.#requestHandoff(lease);
-      } else if (!this.#handoffs.has(lease.leaseKey) && !this.#settling.has(lease.leaseKey)) {
+      } else if (!this.#settling.has(lease.leaseKey)) {
+        // A hand-off waited on is settled by the hand-off checks, unless its owner was found dead.
+        if (this.#handoffs.has(lease.leaseKey)) {
+          if (lease.owner === null || this.#liveness?.dead().has(lease.owner) !== true) continue;
+          this.#handoffs.drop(lease.leaseKey);
+        }
         await this.#takeNow(lease);
       }
     }

@@ -7,7 +7,7 @@ import { javaLeaseItemBytes } from './java-kcl-cost.js';
 import type { ScaleReport, StoreRun } from './scale-report.js';
 import { formatMarkdownReport, mergeReports } from './scale-report.js';
 import type { ScaleStore, ScaleStoreName } from './scale-stores.js';
-import { openScaleStore, SCALE_STORE_LABELS, SCALE_STORE_NAMES } from './scale-stores.js';
+import { openScaleStore, SCALE_STORE_NAMES, scaleStoreLabel } from './scale-stores.js';
 
 /**
  * Lease-store scale and cost benchmark: simulated fleets of workers (the consumer's real lease
@@ -21,6 +21,8 @@ const USAGE = `Usage: tsx store-scale/main.ts [options]
   --quick               small fleets (${formatCells(quickCells())}), a minute or two
   --cells a,b,…         fleets as WORKERSxLEASES (default: ${formatCells(fullCells())})
   --stores a,b,…        ${SCALE_STORE_NAMES.join(', ')} (default: all)
+  --liveness off,on     PostgreSQL and MariaDB without and/or with session liveness, a session per
+                        worker checked every second (default: off,on)
   --time-scale S|auto   the fleet clock's speed (default auto: about half this machine's capacity)
   --max-time-scale S    auto never goes faster (default 2; quick 10)
   --min-time-scale S    auto never goes slower (default 0.01)
@@ -56,6 +58,7 @@ interface Options {
   readonly mode: 'quick' | 'full';
   readonly cells: readonly FleetCell[];
   readonly stores: readonly ScaleStoreName[];
+  readonly liveness: readonly boolean[];
   readonly timeScale: number | null;
   readonly maxTimeScale: number;
   readonly minTimeScale: number;
@@ -72,6 +75,7 @@ function parseOptions(argv: readonly string[]): Options {
       quick: { type: 'boolean', default: false },
       cells: { type: 'string' },
       stores: { type: 'string' },
+      liveness: { type: 'string', default: 'off,on' },
       'time-scale': { type: 'string' },
       'max-time-scale': { type: 'string' },
       'min-time-scale': { type: 'string' },
@@ -120,6 +124,12 @@ function parseOptions(argv: readonly string[]): Options {
           problems.push(`unknown store "${part}" (known: ${SCALE_STORE_NAMES.join(', ')})`);
           return [];
         });
+  const liveness = values.liveness.split(',').flatMap((part) => {
+    if (part.trim() === 'off') return [false];
+    if (part.trim() === 'on') return [true];
+    problems.push(`--liveness takes off, on or off,on; got "${part}"`);
+    return [];
+  });
   const timeScaleText = values['time-scale'];
   const timeScale =
     timeScaleText === undefined || timeScaleText === 'auto' ? null : positive('time-scale', timeScaleText, 1);
@@ -127,6 +137,7 @@ function parseOptions(argv: readonly string[]): Options {
     mode,
     cells,
     stores,
+    liveness,
     timeScale,
     maxTimeScale: positive('max-time-scale', values['max-time-scale'], mode === 'quick' ? 10 : 2),
     minTimeScale: positive('min-time-scale', values['min-time-scale'], 0.01),
@@ -161,7 +172,7 @@ async function main(): Promise<void> {
   }
   const started = performance.now();
   const loadBefore = loadAverage();
-  const opened = new Map<ScaleStoreName, ScaleStore>();
+  const opened = new Map<string, ScaleStore>();
   const runs: StoreRun[] = [];
   const notRun: Array<{ store: string; cell: FleetCell }> = [];
   const stopping = new AbortController();
@@ -175,14 +186,22 @@ async function main(): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    for (const name of options.stores) {
-      progress(`opening ${SCALE_STORE_LABELS[name]}`);
-      const result = await openScaleStore(name);
+    const maxWorkers = Math.max(...options.cells.map((cell) => cell.workers));
+    const variants = options.stores.flatMap((name) =>
+      (name === 'sqlite' || name === 'dynamo' ? [false] : options.liveness).map((liveness) => ({
+        name,
+        liveness,
+      })),
+    );
+    for (const { name, liveness } of variants) {
+      const label = scaleStoreLabel(name, liveness);
+      progress(`opening ${label}`);
+      const result = await openScaleStore(name, liveness, maxWorkers);
       if (result.status === 'skipped') {
-        progress(`${SCALE_STORE_LABELS[name]} skipped: ${result.reason}`);
+        progress(`${label} skipped: ${result.reason}`);
         runs.push({
           name,
-          label: SCALE_STORE_LABELS[name],
+          label,
           roundTripUnit: name === 'dynamo' ? 'request' : 'statement',
           details: '',
           serverCpuSource: '',
@@ -191,7 +210,7 @@ async function main(): Promise<void> {
         });
         continue;
       }
-      opened.set(name, result.store);
+      opened.set(label, result.store);
       const store = result.store;
       runs.push({
         name,
@@ -206,7 +225,7 @@ async function main(): Promise<void> {
     // Fleet by fleet, every store in turn, so that a spent budget leaves out the same fleets everywhere.
     for (const cell of options.cells) {
       for (const run of runs) {
-        const store = opened.get(run.name);
+        const store = opened.get(run.label);
         if (store === undefined || stopping.signal.aborted) continue;
         if ((performance.now() - started) / 1_000 > options.budgetSeconds) {
           notRun.push({ store: run.label, cell });

@@ -91,14 +91,22 @@ export function ledgerDifference(after: LedgerSnapshot, before: LedgerSnapshot):
 }
 
 /** The kinds the report sums requests by. */
-export type RequestKind = 'renew' | 'list' | 'heartbeat' | 'take' | 'other';
+export type RequestKind = 'renew' | 'list' | 'heartbeat' | 'take' | 'liveness' | 'other';
 
-export const REQUEST_KINDS: readonly RequestKind[] = ['renew', 'list', 'heartbeat', 'take', 'other'];
+export const REQUEST_KINDS: readonly RequestKind[] = [
+  'renew',
+  'list',
+  'heartbeat',
+  'take',
+  'liveness',
+  'other',
+];
 
 /**
  * renew: `leases.renew`/`renewMany`; list: `leases.list` and `workers.list` (the rebalance listing,
  * the shard sync's and the cleanup's); heartbeat: `workers.heartbeat`; take: the lease moves
- * (`take`, `requestHandoff`, `completeHandoff`, `release`); other: the rest (a hand-off's polls with
+ * (`take`, `requestHandoff`, `completeHandoff`, `release`); liveness: session liveness (the check on
+ * the worker's own session and `workers.liveSessions` every second, attaching); other: the rest (a hand-off's polls with
  * `leases.get`, the migration-marker check, …).
  */
 export function kindOf(operation: string): RequestKind {
@@ -116,6 +124,11 @@ export function kindOf(operation: string): RequestKind {
     case 'leases.completeHandoff':
     case 'leases.release':
       return 'take';
+    case 'session.check':
+    case 'session.close':
+    case 'workers.liveSessions':
+    case 'workers.attachSession':
+      return 'liveness';
     default:
       return 'other';
   }

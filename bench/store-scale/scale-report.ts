@@ -42,9 +42,9 @@ export function mergeReports(reports: readonly ScaleReport[]): ScaleReport {
   const stores = new Map<string, StoreRun>();
   for (const report of reports) {
     for (const store of report.stores) {
-      const known = stores.get(store.name);
+      const known = stores.get(store.label);
       if (known === undefined || known.skipped !== null)
-        stores.set(store.name, { ...store, cells: [...store.cells] });
+        stores.set(store.label, { ...store, cells: [...store.cells] });
       else known.cells.push(...store.cells);
     }
   }
@@ -110,7 +110,7 @@ export function formatMarkdownReport(report: ScaleReport): string {
   lines.push(`## Lease store at scale (\`bench/store-scale\`, ${report.mode} mode)`);
   lines.push('');
   lines.push(
-    `Simulated fleets without Kinesis: every worker runs the consumer's own lease keeper, renewal loop, planner (@kcl/rebalancer), hand-offs, shard-sync audit and lease cleanup with the consumer's defaults (renew and heartbeat every ${LEASE_SETTINGS.leaseRenewIntervalMs / 1_000} s, rebalance every ${LEASE_SETTINGS.rebalanceIntervalMs / 1_000} s ±25 %, expiry ${LEASE_SETTINGS.leaseExpiryMs / 1_000} s, shard sync and cleanup every ${LEASE_SETTINGS.shardSyncIntervalMs / 1_000} s). All workers of a fleet run in this one process and share one connection pool (a real fleet has a process and a pool per worker). No checkpoints are written (they depend on the application, for kcl and the Java KCL alike).`,
+    `Simulated fleets without Kinesis: every worker runs the consumer's own lease keeper, renewal loop, planner (@kcl/rebalancer), hand-offs, shard-sync audit, lease cleanup and, in the rows marked "liveness on", session liveness (a session per worker, checked every ${LEASE_SETTINGS.livenessCheckIntervalMs / 1_000} s) with the consumer's defaults (renew and heartbeat every ${LEASE_SETTINGS.leaseRenewIntervalMs / 1_000} s, rebalance every ${LEASE_SETTINGS.rebalanceIntervalMs / 1_000} s ±25 %, expiry ${LEASE_SETTINGS.leaseExpiryMs / 1_000} s, shard sync and cleanup every ${LEASE_SETTINGS.shardSyncIntervalMs / 1_000} s). All workers of a fleet run in this one process and share one connection pool (a real fleet has a process and a pool per worker). No checkpoints are written (they depend on the application, for kcl and the Java KCL alike).`,
   );
   lines.push('');
   lines.push(
@@ -118,7 +118,7 @@ export function formatMarkdownReport(report: ScaleReport): string {
   );
   lines.push('');
   lines.push(
-    `**Steady state.** After the cold start has balanced and one more rebalance interval, a window of 60 s of fleet time (two renew intervals, one shard-sync and cleanup interval) is counted, starting halfway between two renewal rounds — the workers started together, so they renew, sync and clean up at the same moments, and every worker's periodic calls fall whole inside the window: every call the workers make, every SQL statement executed (BEGIN and COMMIT included) and every DynamoDB HTTP request. Kinds: renew = \`leases.renewMany\`/\`renew\`; list = \`leases.list\` + \`workers.list\` (the rebalance listing every ${LEASE_SETTINGS.rebalanceIntervalMs / 1_000} s, the shard sync's and the cleanup's every minute); heartbeat = \`workers.heartbeat\`; take = \`take\`, \`requestHandoff\`, \`completeHandoff\`, \`release\`; other = the rest (the migration-marker check each minute, hand-off polls).`,
+    `**Steady state.** After the cold start has balanced and one more rebalance interval, a window of 60 s of fleet time (two renew intervals, one shard-sync and cleanup interval) is counted, starting halfway between two renewal rounds — the workers started together, so they renew, sync and clean up at the same moments, and every worker's periodic calls fall whole inside the window: every call the workers make, every SQL statement executed (BEGIN and COMMIT included) and every DynamoDB HTTP request. Kinds: renew = \`leases.renewMany\`/\`renew\`; list = \`leases.list\` + \`workers.list\` (the rebalance listing every ${LEASE_SETTINGS.rebalanceIntervalMs / 1_000} s, the shard sync's and the cleanup's every minute); heartbeat = \`workers.heartbeat\`; take = \`take\`, \`requestHandoff\`, \`completeHandoff\`, \`release\`; liveness = the check of the worker's own session and \`workers.liveSessions\` (each a statement, every second), attaching sessions; other = the rest (the migration-marker check each minute, hand-off polls).`,
   );
   lines.push('');
   lines.push(
@@ -130,9 +130,9 @@ export function formatMarkdownReport(report: ScaleReport): string {
   lines.push('SQL: statements; DynamoDB: HTTP requests. Java KCL: DynamoDB requests, computed.');
   lines.push('');
   lines.push(
-    '| store | workers × leases | time scale | renew | list | heartbeat | take | other | **total** | Java 2.x | Java 3.x |',
+    '| store | workers × leases | time scale | renew | list | heartbeat | take | liveness | other | **total** | Java 2.x | Java 3.x |',
   );
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const { store, cell } of measured) {
     const { workers, leases } = cell.cell;
     const fleetMs = cell.steady.fleetMs;

@@ -47,6 +47,10 @@ export interface ScaleStore {
   readonly ledger: RequestLedger;
   /** The server, its settings and how the fleet connects, for the conditions paragraph. */
   readonly details: string;
+  /** Whether its workers hold database sessions (session liveness, as the consumer runs it). */
+  readonly liveness: boolean;
+  /** The most workers that can hold a session at once (a connection each); 0 without liveness. */
+  readonly sessionLimit: number;
   /** A counted store for a new application (an empty lease table), its schema ensured. */
   application(applicationName: string): Promise<LeaseStore>;
   /** What `serverCpuSeconds` reads, or why it reads nothing. */
@@ -60,7 +64,22 @@ export type OpenedScaleStore =
   | { readonly status: 'ready'; readonly store: ScaleStore }
   | { readonly status: 'skipped'; readonly name: ScaleStoreName; readonly reason: string };
 
-export async function openScaleStore(name: ScaleStoreName): Promise<OpenedScaleStore> {
+/**
+ * Connections left to the server's other clients when sessions take the rest (`max_connections`
+ * less the fleet's pool, less this many).
+ */
+const SPARE_CONNECTIONS = 10;
+
+/**
+ * Opens one store for a run of fleets. With `liveness` (PostgreSQL and MariaDB only), every worker
+ * attaches a session, which keeps a connection of its own: the pool grows by up to
+ * `maxWorkers` connections, as many as the server's `max_connections` allows.
+ */
+export async function openScaleStore(
+  name: ScaleStoreName,
+  liveness: boolean,
+  maxWorkers: number,
+): Promise<OpenedScaleStore> {
   const cleanups: Array<() => Promise<void>> = [];
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -76,14 +95,33 @@ export async function openScaleStore(name: ScaleStoreName): Promise<OpenedScaleS
     return closed;
   };
   try {
-    return { status: 'ready', store: await OPENERS[name](cleanups, close) };
+    if (liveness && (name === 'sqlite' || name === 'dynamo')) {
+      return { status: 'skipped', name, reason: 'no database sessions' };
+    }
+    return { status: 'ready', store: await OPENERS[name](cleanups, close, liveness ? maxWorkers : 0) };
   } catch (error) {
     await close();
     return { status: 'skipped', name, reason: describeError(error) };
   }
 }
 
-type Opener = (cleanups: Array<() => Promise<void>>, close: () => Promise<void>) => Promise<ScaleStore>;
+/** `sessions`: the workers that will hold a session (0: no session liveness). */
+type Opener = (
+  cleanups: Array<() => Promise<void>>,
+  close: () => Promise<void>,
+  sessions: number,
+) => Promise<ScaleStore>;
+
+/** The label of a store run with session liveness. */
+export function scaleStoreLabel(name: ScaleStoreName, liveness: boolean): string {
+  return liveness ? `${SCALE_STORE_LABELS[name]}, liveness on` : SCALE_STORE_LABELS[name];
+}
+
+function sessionNote(sessionLimit: number): string {
+  return sessionLimit === 0
+    ? ''
+    : `; session liveness: a session per worker, each on a connection of its own (up to ${sessionLimit} more in the pool)`;
+}
 
 const OPENERS: Readonly<Record<ScaleStoreName, Opener>> = {
   postgres: openPostgres,
@@ -95,7 +133,14 @@ const OPENERS: Readonly<Record<ScaleStoreName, Opener>> = {
 async function openPostgres(
   cleanups: Array<() => Promise<void>>,
   close: () => Promise<void>,
+  sessions: number,
 ): Promise<ScaleStore> {
+  let maxConnections = 0;
+  await withPostgresAdmin(async (admin) => {
+    const { rows } = await admin.query<{ max_connections: string }>('show max_connections');
+    maxConnections = Number(rows[0]?.max_connections);
+  });
+  const sessionLimit = Math.max(0, Math.min(sessions, maxConnections - SQL_POOL_SIZE - SPARE_CONNECTIONS));
   const databaseName = throwawayDatabaseName();
   await withPostgresAdmin((admin) => admin.query(`create database "${databaseName}"`));
   cleanups.push(() =>
@@ -103,7 +148,7 @@ async function openPostgres(
   );
   const pool = new pg.Pool({
     connectionString: withDatabase(POSTGRES_URL, databaseName),
-    max: SQL_POOL_SIZE,
+    max: SQL_POOL_SIZE + sessionLimit,
     idleTimeoutMillis: 0,
     connectionTimeoutMillis: 30_000,
     application_name: 'kcl-bench-store-scale',
@@ -122,11 +167,14 @@ async function openPostgres(
   const local = isLocalHost(POSTGRES_URL);
   return {
     name: 'postgres',
-    label: SCALE_STORE_LABELS.postgres,
+    label: scaleStoreLabel('postgres', sessions > 0),
     roundTripUnit: 'statement',
     ledger,
-    details: `${(version ?? 'PostgreSQL ?').split(' ').slice(0, 2).join(' ')} at ${redactUrl(POSTGRES_URL)} (synchronous_commit=${synchronousCommit}), a throwaway database, one pg pool of ${SQL_POOL_SIZE} for the fleet`,
-    application: (applicationName) => ensured(ledger.count(createSqlLeaseStore({ db, applicationName }))),
+    liveness: sessions > 0,
+    sessionLimit,
+    details: `${(version ?? 'PostgreSQL ?').split(' ').slice(0, 2).join(' ')} at ${redactUrl(POSTGRES_URL)} (synchronous_commit=${synchronousCommit}, max_connections=${maxConnections}), a throwaway database, one pg pool of ${SQL_POOL_SIZE} for the fleet${sessionNote(sessionLimit)}`,
+    application: (applicationName) =>
+      ensured(ledger.count(createSqlLeaseStore({ db, applicationName, sessionLiveness: sessions > 0 }))),
     serverCpuSource: local
       ? `the bench's ${SQL_POOL_SIZE} PostgreSQL backends (/proc/<pid>/stat of the pids pg_stat_activity lists for the throwaway database; pg_stat_statements is not loaded on this server); the WAL writer and checkpointer are not included`
       : 'n/a (the server is not on this host)',
@@ -149,14 +197,21 @@ async function openPostgres(
 async function openMariadb(
   cleanups: Array<() => Promise<void>>,
   close: () => Promise<void>,
+  sessions: number,
 ): Promise<ScaleStore> {
+  let maxConnections = 0;
+  await withMysqlAdmin(async (admin) => {
+    const [rows] = await admin.query('select @@max_connections as value');
+    maxConnections = Number((rows as Array<{ value: number }>)[0]?.value);
+  });
+  const sessionLimit = Math.max(0, Math.min(sessions, maxConnections - SQL_POOL_SIZE - SPARE_CONNECTIONS));
   const databaseName = throwawayDatabaseName();
   await withMysqlAdmin((admin) => admin.query(`create database \`${databaseName}\` character set utf8mb4`));
   cleanups.push(() => withMysqlAdmin((admin) => admin.query(`drop database if exists \`${databaseName}\``)));
   const pool: MysqlPool = createPool({
     uri: withDatabase(MYSQL_URL, databaseName),
-    connectionLimit: SQL_POOL_SIZE,
-    maxIdle: SQL_POOL_SIZE,
+    connectionLimit: SQL_POOL_SIZE + sessionLimit,
+    maxIdle: SQL_POOL_SIZE + sessionLimit,
     idleTimeout: 24 * 3_600_000,
     connectTimeout: 30_000,
   });
@@ -182,11 +237,14 @@ async function openMariadb(
   const serverPid = local ? (processesNamed(['mariadbd', 'mysqld'])[0] ?? null) : null;
   return {
     name: 'mariadb',
-    label: SCALE_STORE_LABELS.mariadb,
+    label: scaleStoreLabel('mariadb', sessions > 0),
     roundTripUnit: 'statement',
     ledger,
-    details: `MariaDB ${version?.split('-')[0]} at ${redactUrl(MYSQL_URL)} (InnoDB, innodb_flush_log_at_trx_commit=${flush}), a throwaway database, one mysql2 pool of ${SQL_POOL_SIZE} for the fleet`,
-    application: (applicationName) => ensured(ledger.count(createSqlLeaseStore({ db, applicationName }))),
+    liveness: sessions > 0,
+    sessionLimit,
+    details: `MariaDB ${version?.split('-')[0]} at ${redactUrl(MYSQL_URL)} (InnoDB, innodb_flush_log_at_trx_commit=${flush}, max_connections=${maxConnections}), a throwaway database, one mysql2 pool of ${SQL_POOL_SIZE} for the fleet${sessionNote(sessionLimit)}`,
+    application: (applicationName) =>
+      ensured(ledger.count(createSqlLeaseStore({ db, applicationName, sessionLiveness: sessions > 0 }))),
     serverCpuSource:
       serverPid === null
         ? 'n/a (no mariadbd process on this host)'
@@ -223,6 +281,8 @@ async function openSqlite(
   return {
     name: 'sqlite',
     label: SCALE_STORE_LABELS.sqlite,
+    liveness: false,
+    sessionLimit: 0,
     roundTripUnit: 'statement',
     ledger,
     details: `SQLite ${version} (better-sqlite3), a WAL file under ${tmpdir()}, one connection for the fleet`,
@@ -294,6 +354,8 @@ async function openDynamo(
   return {
     name: 'dynamo',
     label: SCALE_STORE_LABELS.dynamo,
+    liveness: false,
+    sessionLimit: 0,
     roundTripUnit: 'request',
     ledger,
     details: `DynamoDB: dynalite ${dynalite.version} in memory in its own process, java layout (a table per application), AWS SDK v3 client, strongly consistent reads; no batched renewal, so the lease keeper renews one lease per request, 16 at a time`,
