@@ -80,7 +80,7 @@ describe('parseLeaseStoreUrl', () => {
       [],
     );
     expect(problems({ kind: 'postgres', url: 'postgres://db/kcl', poolsize: 2, poolSize: 0 })).toEqual([
-      'poolsize is not an option (known: kind, url, tableName, poolSize)',
+      'poolsize is not an option: did you mean `poolSize`?',
       'poolSize must be an integer from 1 to ∞, got 0',
     ]);
     expect(problems({ kind: 'sqlite', file: ':memory:', mustExist: 'yes', tableName: '' })).toEqual([
