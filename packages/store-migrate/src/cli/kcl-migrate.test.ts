@@ -102,6 +102,53 @@ describe('kcl-migrate options', () => {
     expect(same.code).toBe(2);
     expect(same.stderr).toContain('the source and the target are the same store');
   });
+
+  it('refuses a store URL or endpoint that is no URL before connecting, naming the flag', async () => {
+    const source = join(directory, 'url-check.db');
+    await sqliteSource(source, 'a', 1);
+    const started = performance.now();
+    const result = await run([
+      '--from',
+      'sqlite',
+      '--sqlite-file',
+      source,
+      '--to',
+      'postgres',
+      '--postgres-url',
+      'not-a-url',
+      '--app',
+      'a',
+      '--dry-run',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      '--postgres-url (or --to-postgres-url) "not-a-url" is not a URL: use postgres://user:password@host:5432/database',
+    );
+    expect(result.stderr).not.toMatch(/ENOTFOUND|getaddrinfo/);
+    // a usage error, not a failed connection attempt
+    expect(performance.now() - started).toBeLessThan(2_000);
+
+    const both = await run([
+      '--from',
+      'dynamo',
+      '--dynamo-endpoint',
+      'localhost:4567',
+      '--to',
+      'mysql',
+      '--to-mysql-url',
+      'db.internal:3306/kcl',
+      '--app',
+      'a',
+      '--verify',
+    ]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain(
+      '--dynamo-endpoint (or --from-dynamo-endpoint) "localhost:4567" is not an http(s) URL',
+    );
+    expect(both.stderr).toContain(
+      '--mysql-url (or --to-mysql-url) "db.internal:3306/kcl" is not a MySQL or MariaDB URL',
+    );
+  });
 });
 
 describe('kcl-migrate between two SQLite files', () => {

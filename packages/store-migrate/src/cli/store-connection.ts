@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LeaseStore } from '@kcl/core';
 import type { LeaseStoreLocation } from '@kcl/stores';
-import { describeLeaseStoreLocation, openLeaseStore } from '@kcl/stores';
+import { describeLeaseStoreLocation, leaseStoreLocationProblems, openLeaseStore } from '@kcl/stores';
 
 export type StoreKind = 'dynamo' | 'postgres' | 'mysql' | 'sqlite';
 
@@ -46,8 +46,35 @@ export interface OpenedStore {
   readonly name: string;
 }
 
-/** Problems with a side's settings, all of them, before anything is opened. */
+/**
+ * Problems with a side's settings, all of them, before anything is opened: missing settings first;
+ * when none is missing, the location they make is checked as @kcl/stores checks one (a URL that is no
+ * URL, an endpoint without http://), each problem naming the flag it came from.
+ */
 export function connectionProblems(
+  side: 'from' | 'to',
+  kind: StoreKind,
+  connection: StoreConnection,
+  env: Readonly<Record<string, string | undefined>>,
+): string[] {
+  const missing = missingSettings(side, kind, connection, env);
+  if (missing.length > 0) return missing;
+  const flag = (name: string) => `--${name} (or --${side}-${name})`;
+  return [
+    ...leaseStoreLocationProblems(storeLocation(side, kind, connection, env, 1), {
+      names: {
+        url: flag(kind === 'mysql' ? 'mysql-url' : 'postgres-url'),
+        file: flag('sqlite-file'),
+        tableName: flag(kind === 'dynamo' ? 'dynamo-table' : 'sql-table'),
+        region: flag('region'),
+        endpoint: flag('dynamo-endpoint'),
+        layout: flag('dynamo-layout'),
+      },
+    }),
+  ];
+}
+
+function missingSettings(
   side: 'from' | 'to',
   kind: StoreKind,
   connection: StoreConnection,
