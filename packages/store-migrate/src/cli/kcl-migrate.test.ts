@@ -151,6 +151,35 @@ describe('kcl-migrate options', () => {
   });
 });
 
+describe('kcl-migrate against a store that cannot be reached', () => {
+  it('fails at once, naming the store and the flag, before it watches the source', async () => {
+    const source = join(directory, 'unreachable-target.db');
+    await sqliteSource(source, 'a', 1);
+    const started = performance.now();
+    // Nothing listens on port 1: the connection is refused at once.
+    const result = await run([
+      '--from',
+      'sqlite',
+      '--sqlite-file',
+      source,
+      '--to',
+      'postgres',
+      '--postgres-url',
+      'postgres://kcl:secret@127.0.0.1:1/kcl',
+      '--app',
+      'a',
+      '--yes',
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /cannot reach the target store .*127\.0\.0\.1:1.*; check --postgres-url \(or their --to- forms\) and that the store is up/,
+    );
+    expect(result.stderr).not.toContain('secret');
+    expect(result.stderr).not.toContain('watching the source');
+    expect(performance.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+});
+
 describe('kcl-migrate between two SQLite files', () => {
   it('copies with per-side flags and prints JSON', async () => {
     const from = join(directory, 'from.db');

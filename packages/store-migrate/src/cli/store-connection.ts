@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { LeaseStore } from '@kcl/core';
+import type { Clock, LeaseStore } from '@kcl/core';
+import { LeaseStoreSchemaMissingError, systemClock } from '@kcl/core';
 import type { LeaseStoreLocation } from '@kcl/stores';
 import { describeLeaseStoreLocation, leaseStoreLocationProblems, openLeaseStore } from '@kcl/stores';
+import { startDeadline, TIMED_OUT } from '../deadline.js';
 
 export type StoreKind = 'dynamo' | 'postgres' | 'mysql' | 'sqlite';
 
@@ -205,5 +207,51 @@ function locationText(location: LeaseStoreLocation): string {
     case 'postgres':
     case 'mysql':
       return describeLeaseStoreLocation(location);
+  }
+}
+
+/** How long the first call to each store may take before kcl-migrate gives up on it. */
+export const REACHABILITY_TIMEOUT_MS = 10_000;
+
+const LOCATION_FLAGS: Readonly<Record<StoreKind, string>> = {
+  dynamo: '--dynamo-endpoint, --region and the AWS credentials',
+  postgres: '--postgres-url',
+  mysql: '--mysql-url',
+  sqlite: '--sqlite-file',
+};
+
+/**
+ * Asks each store one small question (its migration marker) before anything long starts, so that a
+ * store that cannot be reached ends the run at once with a message naming it, instead of after the
+ * watch for a running fleet. A store that answers that its tables are missing was reached (a new
+ * target has none yet). Resolves to one problem per store that did not answer, empty when both did.
+ */
+export async function unreachableStores(
+  stores: ReadonlyArray<{ readonly side: 'from' | 'to'; readonly opened: OpenedStore }>,
+  timeoutMs: number = REACHABILITY_TIMEOUT_MS,
+  clock: Clock = systemClock,
+): Promise<string[]> {
+  const deadline = startDeadline(clock, timeoutMs);
+  try {
+    const answers = await Promise.all(
+      stores.map(async ({ side, opened }) => {
+        const role = side === 'from' ? 'the source' : 'the target';
+        const advice = `check ${LOCATION_FLAGS[opened.kind]} (or their --${side}- forms) and that the store is up`;
+        try {
+          const answer = await deadline.race(opened.store.admin.getMigrationMarker());
+          if (answer === TIMED_OUT) {
+            return `cannot reach ${role} store ${opened.name}: no answer within ${timeoutMs / 1_000} s; ${advice}`;
+          }
+          return null;
+        } catch (error) {
+          if (LeaseStoreSchemaMissingError.is(error)) return null;
+          const reason = error instanceof Error ? error.message : String(error);
+          return `cannot reach ${role} store ${opened.name}: ${reason}; ${advice}`;
+        }
+      }),
+    );
+    return answers.filter((answer): answer is string => answer !== null);
+  } finally {
+    deadline.cancel();
   }
 }
