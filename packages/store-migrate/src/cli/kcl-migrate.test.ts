@@ -172,7 +172,7 @@ describe('kcl-migrate against a store that cannot be reached', () => {
     ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /cannot reach the target store .*127\.0\.0\.1:1.*; check --postgres-url \(or their --to- forms\) and that the store is up/,
+      /cannot reach the target store .*127\.0\.0\.1:1.*; check --postgres-url \(or --to-postgres-url\) and that the server is up/,
     );
     expect(result.stderr).not.toContain('secret');
     expect(result.stderr).not.toContain('watching the source');

@@ -213,12 +213,19 @@ function locationText(location: LeaseStoreLocation): string {
 /** How long the first call to each store may take before kcl-migrate gives up on it. */
 export const REACHABILITY_TIMEOUT_MS = 10_000;
 
-const LOCATION_FLAGS: Readonly<Record<StoreKind, string>> = {
-  dynamo: '--dynamo-endpoint, --region and the AWS credentials',
-  postgres: '--postgres-url',
-  mysql: '--mysql-url',
-  sqlite: '--sqlite-file',
-};
+/** What to check when a store of `kind` on `side` cannot be reached. */
+function reachAdvice(kind: StoreKind, side: 'from' | 'to'): string {
+  switch (kind) {
+    case 'dynamo':
+      return `check --dynamo-endpoint and --region (or their --${side}- forms) and the AWS credentials`;
+    case 'postgres':
+      return `check --postgres-url (or --${side}-postgres-url) and that the server is up`;
+    case 'mysql':
+      return `check --mysql-url (or --${side}-mysql-url) and that the server is up`;
+    case 'sqlite':
+      return `check --sqlite-file (or --${side}-sqlite-file)`;
+  }
+}
 
 /**
  * Asks each store one small question (its migration marker) before anything long starts, so that a
@@ -236,7 +243,7 @@ export async function unreachableStores(
     const answers = await Promise.all(
       stores.map(async ({ side, opened }) => {
         const role = side === 'from' ? 'the source' : 'the target';
-        const advice = `check ${LOCATION_FLAGS[opened.kind]} (or their --${side}- forms) and that the store is up`;
+        const advice = reachAdvice(opened.kind, side);
         try {
           const answer = await deadline.race(opened.store.admin.getMigrationMarker());
           if (answer === TIMED_OUT) {
