@@ -60,7 +60,11 @@ describe('kcl-migrate options', () => {
     const result = await run(['--from', 'oracle', '--to', 'postgres']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--app is required');
-    expect(result.stderr).toContain('--from "oracle" is not a store');
+    expect(result.stderr).toContain('--from "oracle" is not a store: use one of dynamo, postgres');
+    const misspelt = await run(['--from', 'postgress', '--to', 'sqlit', '--app', 'a', '--dry-run']);
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr).toContain('--from "postgress" is not a store: did you mean postgres?');
+    expect(misspelt.stderr).toContain('--to "sqlit" is not a store: did you mean sqlite?');
     expect(result.stderr).toContain('pass --yes');
     const conflicting = await run([
       '--from',
