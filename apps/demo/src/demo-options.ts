@@ -62,7 +62,7 @@ adds one, splits a shard, merges two and stops one gracefully, then checks that 
 and every partition key was processed in order (per stream and in total with --streams).
 
 options:
-  --duration <seconds>   how long the script runs (default ${DEMO_DEFAULTS.durationSeconds}, ${DEMO_LIMITS.durationSeconds.min}–${DEMO_LIMITS.durationSeconds.max}); startup and the final drain come on top
+  --duration <seconds>   how long the whole run takes, startup and drain included (default ${DEMO_DEFAULTS.durationSeconds}, ${DEMO_LIMITS.durationSeconds.min}–${DEMO_LIMITS.durationSeconds.max})
   --workers <n>          workers at the start (default ${DEMO_DEFAULTS.workers}, ${DEMO_LIMITS.workers.min}–${DEMO_LIMITS.workers.max})
   --streams <n>          streams the workers read as one application (default ${DEMO_DEFAULTS.streams}, ${DEMO_LIMITS.streams.min}–${DEMO_LIMITS.streams.max});
                          more than 1 runs the workers in multi-stream mode, one lease table for all

@@ -130,6 +130,8 @@ export interface RunDurations {
   readonly drainMs: number;
   readonly stopMs: number;
   readonly totalMs: number;
+  /** What `--duration` asked for. */
+  readonly plannedMs: number;
 }
 
 export interface RunReport {
@@ -166,7 +168,7 @@ export function reportRun(input: {
   lines.push({
     text:
       `durations: startup ${formatSeconds(durations.startupMs)}, script ${formatSeconds(durations.scriptMs)}, ` +
-      `drain ${formatSeconds(durations.drainMs)}, final stop ${formatSeconds(durations.stopMs)}, total ${formatSeconds(durations.totalMs)}`,
+      `drain ${formatSeconds(durations.drainMs)}, final stop ${formatSeconds(durations.stopMs)}, total ${formatSeconds(durations.totalMs)} (--duration ${formatSeconds(durations.plannedMs)})`,
     style: null,
   });
   for (const worker of fleet.workers.values()) {

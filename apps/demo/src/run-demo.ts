@@ -34,7 +34,7 @@ import {
   TerminalView,
   type ViewEvent,
 } from './terminal-view.js';
-import { planTimeline, type TimelineStep } from './timeline.js';
+import { planTimeline, scriptLength, type TimelineStep } from './timeline.js';
 import type { RunVerification } from './verification.js';
 import { DemoViewModel, demoHeader } from './view-model.js';
 import { DEMO_TIMING, type DemoTiming, maxRecordsFor, preciseNow } from './worker-protocol.js';
@@ -70,8 +70,10 @@ class DemoRun {
   readonly #programStartedAt = preciseNow();
   #scriptStartedAt: number | null = null;
   readonly #durationMs: number;
+  /** The script's length, set once the startup is over: what it left of `--duration` (see `scriptLength`). */
+  #scriptMs: number;
   readonly #timing: DemoTiming;
-  readonly #timeline: TimelineStep[];
+  #timeline: TimelineStep[];
   #nextStep = 0;
   #phase = 'starting';
   readonly #viewModel = new DemoViewModel();
@@ -94,7 +96,9 @@ class DemoRun {
       ...DEMO_TIMING,
       maxRecords: maxRecordsFor(options.rate, options.shards * options.streams),
     };
-    this.#timeline = planTimeline(this.#durationMs);
+    // Until the startup is over: the script as if it took no time.
+    this.#scriptMs = scriptLength(this.#durationMs, 0);
+    this.#timeline = planTimeline(this.#scriptMs);
     this.#view = new TerminalView({
       out: io.out,
       tty: io.tty,
@@ -142,9 +146,9 @@ class DemoRun {
     view.print(
       options.streams === 1
         ? `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${formatQuantity(options.shards, 'shard')}, ${options.rate} records/s over ` +
-            `${options.keys} partition keys, ${options.durationSeconds} s script, store ${options.store}`
+            `${options.keys} partition keys, ${options.durationSeconds} s in all, store ${options.store}`
         : `kcl demo: ${formatQuantity(options.workers, 'worker')}, ${options.streams} streams of ${formatQuantity(options.shards, 'shard')}, ` +
-            `${options.rate} records/s in all over ${options.keys} partition keys per stream, ${options.durationSeconds} s script, store ${options.store}`,
+            `${options.rate} records/s in all over ${options.keys} partition keys per stream, ${options.durationSeconds} s in all, store ${options.store}`,
       'title',
     );
     this.#cleanup.add(
@@ -194,6 +198,12 @@ class DemoRun {
       Promise.all(workerIds.map((workerId) => fleet.spawn(workerId))),
     );
 
+    // The script clock starts with the producer, and gets what the startup left of --duration.
+    const scriptStartedAt = preciseNow();
+    this.#scriptStartedAt = scriptStartedAt;
+    const startupMs = scriptStartedAt - this.#programStartedAt;
+    this.#scriptMs = scriptLength(this.#durationMs, startupMs);
+    this.#timeline = planTimeline(this.#scriptMs);
     const header = demoHeader({
       options,
       timing: this.#timing,
@@ -201,11 +211,12 @@ class DemoRun {
       store: store.location,
     });
     if (!view.tty) for (const line of header) view.print(line, 'dim');
-
-    // The script clock starts with the producer.
-    const scriptStartedAt = preciseNow();
-    this.#scriptStartedAt = scriptStartedAt;
-    const startupMs = scriptStartedAt - this.#programStartedAt;
+    if (startupMs + this.#scriptMs > this.#durationMs + 500) {
+      this.#emit(
+        'problem',
+        `the startup took ${formatSeconds(startupMs)}: the script still runs ${formatSeconds(this.#scriptMs)}, so the run ends after --duration`,
+      );
+    }
     // `--rate` is the rate in all: each stream gets an even share.
     const producers = streams.map(
       (stream) =>
@@ -285,7 +296,14 @@ class DemoRun {
       })),
       keys: options.keys,
       timing: this.#timing,
-      durations: { startupMs, scriptMs, drainMs, stopMs, totalMs: preciseNow() - this.#programStartedAt },
+      durations: {
+        startupMs,
+        scriptMs,
+        drainMs,
+        stopMs,
+        totalMs: preciseNow() - this.#programStartedAt,
+        plannedMs: this.#durationMs,
+      },
     });
     for (const line of report.lines) view.print(line.text, line.style);
     return { exitCode: report.passed ? 0 : 1, verification: report.verification };
@@ -489,8 +507,8 @@ class DemoRun {
       const next = this.#timeline[this.#nextStep];
       const frame = {
         header,
-        elapsedMs: Math.min(this.#elapsed(now), this.#durationMs),
-        durationMs: this.#durationMs,
+        elapsedMs: Math.min(this.#elapsed(now), this.#scriptMs),
+        durationMs: this.#scriptMs,
         phase: this.#phase,
         next: next === undefined ? null : `${next.label} at ${formatClock(next.atMs)}`,
         written: this.#written(),

@@ -80,8 +80,26 @@ describe('the demo, as a user runs it', () => {
     expect(output, output).not.toMatch(/unexpected/);
     // The plain mode never moves the cursor.
     expect(output).not.toContain('\x1b[');
+    // --duration is the whole run: the script gets what the startup left, and the producer stops a
+    // second before the end for the drain and the final stop.
+    const durations =
+      /^durations: startup ([\d.]+) s, script ([\d.]+) s, drain ([\d.]+) s, final stop ([\d.]+) s, total ([\d.]+) s \(--duration 25\.0 s\)$/m.exec(
+        output,
+      );
+    expect(durations, output).not.toBeNull();
+    const [startup, script, , , total] = durations!.slice(1).map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    expect(startup + script, output).toBeGreaterThan(23.5);
+    expect(startup + script, output).toBeLessThan(25);
+    // The drain and the final stop take well under a second here; a loaded machine may take longer.
+    expect(total, output).toBeLessThan(25 + 5);
     const produced = Number(/^produced (\d+)/m.exec(output)?.[1]);
-    expect(produced).toBeGreaterThan(25 * 200 * 0.6);
+    expect(produced).toBeGreaterThan(script * 200 * 0.6);
     // The SQLite file and the worker outputs are gone.
     const runDirectory = /lease store: sqlite:(\S+)\/leases\.db/.exec(output)?.[1] ?? '';
     expect(runDirectory).not.toBe('');
@@ -110,7 +128,8 @@ describe('the demo, as a user runs it', () => {
     // The total is the sum of the streams, and each stream got its share of the records.
     expect(perStream[0]!.produced + perStream[1]!.produced).toBe(Number(total?.[1]));
     expect(perStream[0]!.duplicates + perStream[1]!.duplicates).toBe(Number(total?.[2]));
-    for (const stream of perStream) expect(stream.produced).toBeGreaterThan(20 * 100 * 0.6);
+    const script = Number(/^durations: startup [\d.]+ s, script ([\d.]+) s/m.exec(output)?.[1]);
+    for (const stream of perStream) expect(stream.produced).toBeGreaterThan(script * 100 * 0.6);
     expect(code, output).toBe(0);
     expect(output).toMatch(/^verified: no record lost on any of the 2 streams/m);
     // Both streams got leases keyed by their stream, and the shards show which stream they belong to.

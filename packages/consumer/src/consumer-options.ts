@@ -241,6 +241,54 @@ export const CONSUMER_DEFAULTS = {
 
 const ARN = STREAM_ARN;
 
+/** Every key of `ConsumerOptions`; the `Record` type keeps the list and the interface in step. */
+const CONSUMER_OPTION_KEY_SET: Readonly<Record<keyof ConsumerOptions, true>> = {
+  streamName: true,
+  streamArn: true,
+  streams: true,
+  streamTracker: true,
+  streamSyncIntervalMs: true,
+  formerStreams: true,
+  applicationName: true,
+  workerId: true,
+  kinesis: true,
+  leaseStore: true,
+  initialPosition: true,
+  leaseRenewIntervalMs: true,
+  leaseExpiryMs: true,
+  rebalanceIntervalMs: true,
+  maxLeasesToSteal: true,
+  maxLeasesForWorker: true,
+  handoff: true,
+  handoffTimeoutMs: true,
+  handoffPollIntervalMs: true,
+  pollIntervalMs: true,
+  maxRecords: true,
+  sessionLiveness: true,
+  livenessCheckIntervalMs: true,
+  parentPollIntervalMs: true,
+  shardSyncIntervalMs: true,
+  leaseCleanupIntervalMs: true,
+  shutdownTimeoutMs: true,
+  storeCallTimeoutMs: true,
+  kinesisCallTimeoutMs: true,
+  callProcessRecordsEvenForEmptyRecordList: true,
+  processor: true,
+  pipeline: true,
+  retrieval: true,
+  onProcessingError: true,
+  processingRetry: true,
+  kinesisRetry: true,
+  logger: true,
+  onEvent: true,
+  metrics: true,
+  metricsLevel: true,
+  signal: true,
+  clock: true,
+  random: true,
+};
+const CONSUMER_OPTION_KEYS = Object.keys(CONSUMER_OPTION_KEY_SET);
+
 /**
  * Everything `createConsumer` takes from its options, checked once: the settings, and the parts it
  * is given (processor or pipeline, metrics sink, clock, logger, random source).
@@ -274,6 +322,7 @@ export function resolveConsumerOptions(
 export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: RandomSource): ConsumerSetup {
   const check = new OptionProblems('@kcl/consumer createConsumer');
   const given = (options ?? {}) as Partial<ConsumerOptions>;
+  check.unknownKeys('', given, CONSUMER_OPTION_KEYS);
   const initialPosition = checkInitialPosition(check, given.initialPosition);
   const multiStream = checkMultiStream(check, given, initialPosition);
   const streamIdentity = multiStream === null ? checkStream(check, given) : null;
@@ -539,11 +588,7 @@ function checkRetrieval(check: OptionProblems, given: unknown, applicationName: 
     return { mode: 'polling' };
   }
   const options = given as Record<string, unknown>;
-  for (const key of Object.keys(options)) {
-    if (!RETRIEVAL_KEYS.has(key)) {
-      check.add(`retrieval.${key} is not an option (${[...RETRIEVAL_KEYS].join(', ')})`);
-    }
-  }
+  check.unknownKeys('retrieval', options, [...RETRIEVAL_KEYS]);
   if (options.mode === undefined) {
     check.add("retrieval.mode is required: 'polling' or 'fanout'");
     return { mode: 'polling' };

@@ -80,3 +80,81 @@ describe('the hand-off options', () => {
     expect(problems.join('\n')).toContain('handoff');
   });
 });
+
+describe('unknown options', () => {
+  const base = {
+    streamName: 'orders',
+    applicationName: 'app',
+    kinesis: { region: 'eu-west-1' },
+    leaseStore: createMemoryLeaseStore({ applicationName: 'app' }),
+    processor: () => ({ processRecords: async () => {} }),
+  };
+
+  function problemsOf(options: object): readonly string[] {
+    try {
+      createConsumer(options as never);
+    } catch (error) {
+      if (ConfigurationError.is(error)) return error.problems;
+      throw error;
+    }
+    throw new Error('expected a ConfigurationError');
+  }
+
+  it('names a misspelt option, suggests the closest one, and reports it with the other problems', () => {
+    const problems = problemsOf({
+      ...base,
+      leaseRenewalIntervalMs: 1_000,
+      maxrecords: 100,
+      leaseExpiryMs: 0,
+      retrieval: { mode: 'fanout', consumerNmae: 'billing' },
+      streams: undefined,
+    });
+    expect(problems).toEqual([
+      'leaseRenewalIntervalMs is not an option: did you mean `leaseRenewIntervalMs`?',
+      'maxrecords is not an option: did you mean `maxRecords`?',
+      'leaseExpiryMs must be an integer from 1 to ∞, got 0',
+      'retrieval.consumerNmae is not an option: did you mean `consumerName`?',
+    ]);
+  });
+
+  it('lists the known options when nothing is close', () => {
+    const [problem] = problemsOf({ ...base, tableName: 'leases' });
+    expect(problem).toMatch(/^tableName is not an option \(known: streamName, streamArn, .*, random\)$/);
+  });
+
+  it('accepts every documented option', () => {
+    expect(() =>
+      resolveConsumerOptions({
+        ...base,
+        workerId: 'w1',
+        initialPosition: 'TRIM_HORIZON',
+        leaseRenewIntervalMs: 1_000,
+        leaseExpiryMs: 1_500,
+        rebalanceIntervalMs: 1_000,
+        maxLeasesToSteal: 2,
+        maxLeasesForWorker: 10,
+        handoff: false,
+        handoffTimeoutMs: 500,
+        handoffPollIntervalMs: 100,
+        pollIntervalMs: 100,
+        maxRecords: 100,
+        sessionLiveness: false,
+        livenessCheckIntervalMs: 500,
+        parentPollIntervalMs: 500,
+        shardSyncIntervalMs: 500,
+        leaseCleanupIntervalMs: 500,
+        shutdownTimeoutMs: 500,
+        storeCallTimeoutMs: 500,
+        kinesisCallTimeoutMs: 500,
+        callProcessRecordsEvenForEmptyRecordList: true,
+        retrieval: { mode: 'polling' },
+        processingRetry: { initialMs: 10, maxMs: 100 },
+        kinesisRetry: { initialMs: 10, maxMs: 100 },
+        onProcessingError: () => 'retry',
+        onEvent: () => {},
+        metricsLevel: 'SUMMARY',
+        signal: new AbortController().signal,
+      }),
+    ).not.toThrow();
+  });
+});

@@ -1,5 +1,6 @@
 export type { Clock, RandomSource } from './clock.js';
 export { jitter, systemClock, systemRandom } from './clock.js';
+export { closestName, editDistance } from './closest-name.js';
 export type { CoreErrorCode, KclErrorCode, KclErrorOptions } from './errors.js';
 export {
   ApplicationMigratedError,

@@ -76,12 +76,13 @@ describe('OptionProblems', () => {
     const processors = pipeline.within('processors');
     processors.integer('maxDemand', 0, 10, { min: 1 });
     pipeline.unknownKeys('', { handleMessage: 1, handelBatch: 2 }, ['handleMessage', 'handleBatch']);
-    pipeline.unknownKeys('batchers', { size: 1, sise: 2 }, ['size']);
+    pipeline.unknownKeys('batchers', { size: 1, sise: 2, region: 3 }, ['size']);
     check.add('processor and pipeline are both set: give exactly one');
     expect(check.problems).toEqual([
       'pipeline.processors.maxDemand must be an integer from 1 to ∞, got 0',
-      'pipeline.handelBatch is not an option (known: handleMessage, handleBatch)',
-      'pipeline.batchers.sise is not an option (known: size)',
+      'pipeline.handelBatch is not an option: did you mean `handleBatch`?',
+      'pipeline.batchers.sise is not an option: did you mean `size`?',
+      'pipeline.batchers.region is not an option (known: size)',
       'processor and pipeline are both set: give exactly one',
     ]);
     expect(pipeline.problems).toBe(check.problems);

@@ -1,4 +1,5 @@
 import type { Clock, RandomSource } from './clock.js';
+import { closestName } from './closest-name.js';
 import { ConfigurationError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -223,12 +224,20 @@ export class OptionProblems {
     return { initialMs, maxMs };
   }
 
-  /** Records every key of `value` that is not in `known` (a typo, or an option of another release). */
+  /**
+   * Records every key of `value` that is not in `known` (a typo, or an option of another release),
+   * with the closest known key as a suggestion, else the list of known keys.
+   */
   unknownKeys(name: string, value: object, known: readonly string[]): void {
     for (const key of Object.keys(value)) {
       if (!known.includes(key)) {
         const path = name === '' ? this.#name(key) : `${this.#name(name)}.${key}`;
-        this.add(`${path} is not an option (known: ${known.join(', ')})`);
+        const suggestion = closestName(key, known);
+        this.add(
+          suggestion === null
+            ? `${path} is not an option (known: ${known.join(', ')})`
+            : `${path} is not an option: did you mean \`${suggestion}\`?`,
+        );
       }
     }
   }

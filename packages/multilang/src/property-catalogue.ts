@@ -1,3 +1,5 @@
+import { closestName } from '@kcl/core';
+
 /**
  * How kcl-multilang treats a properties key:
  * - `supported`: read and applied;
@@ -263,25 +265,8 @@ export function canonicalPropertyKey(key: string): string {
 
 /** The known key closest to a misspelt one, for "did you mean". */
 export function suggestPropertyKey(key: string): string | null {
-  const lower = key.toLowerCase();
-  let best: { key: string; distance: number } | null = null;
-  for (const definition of PROPERTY_DEFINITIONS) {
-    const distance = editDistance(lower, definition.key.toLowerCase());
-    if (best === null || distance < best.distance) best = { key: definition.key, distance };
-  }
-  if (best === null) return null;
-  return best.distance <= Math.max(2, Math.floor(key.length / 5)) ? best.key : null;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] as number;
+  return closestName(
+    key,
+    PROPERTY_DEFINITIONS.map((definition) => definition.key),
+  );
 }

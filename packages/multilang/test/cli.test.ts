@@ -16,8 +16,9 @@ import {
   until,
 } from './support/local-aws.js';
 
-const MULTILANG_BIN = join(PACKAGE_DIR, 'dist', 'cli', 'kcl-multilang.js');
-const BOOTSTRAP_BIN = join(PACKAGE_DIR, 'dist', 'cli', 'kcl-bootstrap.js');
+// The commands as installed: package.json's bin, the wrappers that run the built CLIs.
+const MULTILANG_BIN = join(PACKAGE_DIR, 'bin', 'kcl-multilang.js');
+const BOOTSTRAP_BIN = join(PACKAGE_DIR, 'bin', 'kcl-bootstrap.js');
 
 interface RunningCli {
   readonly process: ChildProcessWithoutNullStreams;
@@ -71,8 +72,8 @@ function sampleApplication(properties: Record<string, string>): {
 describe('kcl-multilang and kcl-bootstrap, the commands', () => {
   let aws: LocalAws;
   beforeAll(async () => {
-    if (!existsSync(MULTILANG_BIN))
-      throw new Error(`build the package first (tsc -b): ${MULTILANG_BIN} is missing`);
+    const built = join(PACKAGE_DIR, 'dist', 'cli', 'kcl-multilang.js');
+    if (!existsSync(built)) throw new Error(`build the package first (tsc -b): ${built} is missing`);
     aws = await startLocalAws();
   });
   afterAll(async () => {

@@ -26,7 +26,7 @@ import {
 import { startLocalDynamo } from './support/local-dynamo.js';
 import { runCli, runInProcess } from './support/run-cli.js';
 
-// The CLI is run as a user runs it (`node dist/cli/main.js …`, no terminal) against a DynamoDB table
+// The CLI is run as a user runs it (`node bin/kcl-migrate.js …`, no terminal) against a DynamoDB table
 // in the Java KCL's format, into each SQL database, and back from PostgreSQL into DynamoDB.
 
 const dynamo = await startLocalDynamo();

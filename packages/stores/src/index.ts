@@ -1,8 +1,9 @@
-export type { LeaseStoreKind, LeaseStoreLocation } from './lease-store-location.js';
+export type { LeaseStoreKind, LeaseStoreLocation, LeaseStoreOptionNames } from './lease-store-location.js';
 export {
   checkLeaseStoreLocation,
   describeLeaseStoreLocation,
   LEASE_STORE_URL_FORMS,
+  leaseStoreLocationProblems,
   parseLeaseStoreUrl,
   redactUrl,
 } from './lease-store-location.js';

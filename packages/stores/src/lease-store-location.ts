@@ -87,13 +87,14 @@ export function parseLeaseStoreUrl(url: string, workingDirectory = '.'): LeaseSt
   switch (kind) {
     case 'postgres':
     case 'mysql': {
-      const parsed = parseUrl(
+      const parsed = checkServerUrl(
+        kind,
         kind === 'mysql' && scheme === 'mariadb' ? `mysql${url.slice(scheme.length)}` : url,
         check,
+        'URL',
       );
       const tableName = takeParameter(parsed, 'table');
       const poolSize = numberParameter(takeParameter(parsed, 'poolSize'), 'poolSize', check);
-      if (parsed !== null && parsed.hostname === '') check.add(`${redactUrl(url)} names no host`);
       location = {
         kind,
         url: parsed?.toString() ?? url,
@@ -130,7 +131,8 @@ export function parseLeaseStoreUrl(url: string, workingDirectory = '.'): LeaseSt
       if (layout !== undefined && layout !== 'java' && layout !== 'shared') {
         check.add(`layout=${layout} in ${url} must be java or shared`);
       }
-      if (endpoint !== undefined) parseUrl(endpoint, check, 'endpoint');
+      if (endpoint !== undefined) checkEndpoint(endpoint, check, 'endpoint');
+      if (region !== undefined) checkRegion(region, check, 'region');
       location = {
         kind,
         ...(tableName === '' ? {} : { tableName }),
@@ -163,36 +165,91 @@ const LOCATION_KEYS: Readonly<Record<LeaseStoreKind, readonly string[]>> = {
   ],
 };
 
+/**
+ * How a caller names a location's options in messages. A CLI passes its flags (`{ url: '--postgres-url' }`)
+ * so that a problem names what its user typed; by default the options are named as in the location.
+ */
+export type LeaseStoreOptionNames = Partial<
+  Readonly<
+    Record<
+      'url' | 'file' | 'tableName' | 'poolSize' | 'region' | 'endpoint' | 'layout' | 'workerTableName',
+      string
+    >
+  >
+>;
+
 /** Checks a location given as options; lists every problem at once. */
 export function checkLeaseStoreLocation(location: LeaseStoreLocation): LeaseStoreLocation {
   const check = new OptionProblems(COMPONENT);
+  collectLocationProblems(location, check, {});
+  check.throwIfAny();
+  return location;
+}
+
+/**
+ * Every problem with a store location — a URL (`postgres://…`, `sqlite:leases.db`, …) or options — found
+ * without connecting to anything: an empty list means `openLeaseStore` can try it. For a CLI, to turn a
+ * mistyped URL into a usage error before any connection is attempted (a URL such as `not-a-url` would
+ * otherwise surface as a DNS failure of the host the driver made of it).
+ *
+ * ```ts
+ * const problems = leaseStoreLocationProblems({ kind: 'postgres', url: flags.postgresUrl }, { names: { url: '--postgres-url' } });
+ * // ['--postgres-url "not-a-url" is not a PostgreSQL URL: use postgres://user:password@host:5432/database']
+ * ```
+ */
+export function leaseStoreLocationProblems(
+  location: string | LeaseStoreLocation,
+  options: { readonly workingDirectory?: string; readonly names?: LeaseStoreOptionNames } = {},
+): readonly string[] {
+  if (typeof location === 'string') {
+    try {
+      parseLeaseStoreUrl(location, options.workingDirectory ?? '.');
+      return [];
+    } catch (error) {
+      if (ConfigurationError.is(error)) return error.problems;
+      throw error;
+    }
+  }
+  const check = new OptionProblems(COMPONENT);
+  collectLocationProblems(location, check, options.names ?? {});
+  return check.problems;
+}
+
+function collectLocationProblems(
+  location: LeaseStoreLocation,
+  check: OptionProblems,
+  names: LeaseStoreOptionNames,
+): void {
   const given = (location ?? {}) as Partial<LeaseStoreLocation> & Record<string, unknown>;
+  const name = (option: keyof LeaseStoreOptionNames): string => names[option] ?? option;
   const kind = given.kind;
   if (kind === 'postgres' || kind === 'mysql' || kind === 'sqlite' || kind === 'dynamo') {
     check.unknownKeys('', given, LOCATION_KEYS[kind]);
-    if (given.tableName !== undefined) check.string('tableName', given.tableName);
+    if (given.tableName !== undefined) check.string(name('tableName'), given.tableName);
   }
   switch (kind) {
     case 'postgres':
     case 'mysql':
       if (typeof given.url !== 'string') {
-        check.add(`a ${kind} location needs url (${kind}://user:password@host/database)`);
+        check.add(`a ${kind} location needs url (${SERVER_URL_FORMS[kind]})`);
       } else {
-        parseUrl(given.url, check);
+        checkServerUrl(kind, given.url, check, name('url'));
       }
-      check.optionalInteger('poolSize', given.poolSize, { min: 1 });
+      check.optionalInteger(name('poolSize'), given.poolSize, { min: 1 });
       break;
     case 'sqlite':
       if (typeof given.file !== 'string' || given.file === '' || given.file === ':memory:') {
-        check.add('a sqlite location needs file: the database file (leases must outlive the process)');
+        check.add(
+          `a sqlite location needs ${name('file')}: the database file (leases must outlive the process)`,
+        );
       }
       check.boolean('mustExist', given.mustExist, false);
       break;
     case 'dynamo':
-      check.oneOf('layout', given.layout, ['java', 'shared'], 'java');
-      if (given.region !== undefined) check.string('region', given.region);
-      if (given.workerTableName !== undefined) check.string('workerTableName', given.workerTableName);
-      if (given.endpoint !== undefined) parseUrl(String(given.endpoint), check, 'endpoint');
+      check.oneOf(name('layout'), given.layout, ['java', 'shared'], 'java');
+      if (given.region !== undefined) checkRegion(given.region, check, name('region'));
+      if (given.workerTableName !== undefined) check.string(name('workerTableName'), given.workerTableName);
+      if (given.endpoint !== undefined) checkEndpoint(String(given.endpoint), check, name('endpoint'));
       check.optionalObjectWith('client', given.client, ['send', 'destroy'], 'a DynamoDBClient');
       check.boolean('destroyClientOnClose', given.destroyClientOnClose, false);
       if (given.destroyClientOnClose !== undefined && given.client === undefined) {
@@ -206,8 +263,70 @@ export function checkLeaseStoreLocation(location: LeaseStoreLocation): LeaseStor
         `kind must be one of postgres, mysql, sqlite, dynamo, got ${JSON.stringify(kind)} (or give a URL: ${LEASE_STORE_URL_FORMS.join('; ')})`,
       );
   }
-  check.throwIfAny();
-  return location;
+}
+
+const SERVER_URL_FORMS = {
+  postgres: 'postgres://user:password@host:5432/database',
+  mysql: 'mysql://user:password@host:3306/database',
+} as const;
+
+const SERVER_SCHEMES = {
+  postgres: ['postgres:', 'postgresql:'],
+  mysql: ['mysql:'],
+} as const;
+
+const SERVER_NAMES = { postgres: 'PostgreSQL', mysql: 'MySQL or MariaDB' } as const;
+
+/** A PostgreSQL or MySQL connection URL: the driver's scheme and a host. */
+function checkServerUrl(
+  kind: 'postgres' | 'mysql',
+  url: string,
+  check: OptionProblems,
+  name: string,
+): URL | null {
+  const parsed = tryUrl(url);
+  const shown = JSON.stringify(parsed === null ? url.replace(/:[^:@/]*@/, ':***@') : redactUrl(url));
+  const schemes: readonly string[] = SERVER_SCHEMES[kind];
+  if (parsed === null || !schemes.includes(parsed.protocol) || parsed.hostname === '') {
+    const why =
+      parsed === null
+        ? 'is not a URL'
+        : !schemes.includes(parsed.protocol)
+          ? `is not a ${SERVER_NAMES[kind]} URL (it starts with ${parsed.protocol})`
+          : 'names no host';
+    check.add(`${name} ${shown} ${why}: use ${SERVER_URL_FORMS[kind]}`);
+    return null;
+  }
+  return parsed;
+}
+
+/** A DynamoDB endpoint: an http or https URL with a host. */
+function checkEndpoint(endpoint: string, check: OptionProblems, name: string): void {
+  const parsed = tryUrl(endpoint);
+  if (
+    parsed === null ||
+    (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') ||
+    parsed.hostname === ''
+  ) {
+    check.add(
+      `${name} ${JSON.stringify(endpoint)} is not an http(s) URL: use e.g. http://localhost:4567 or https://dynamodb.eu-west-1.amazonaws.com`,
+    );
+  }
+}
+
+/** An AWS region's shape (eu-west-1, us-gov-east-1, cn-north-1, local ones such as `local`). */
+function checkRegion(region: unknown, check: OptionProblems, name: string): void {
+  if (typeof region !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(region)) {
+    check.add(`${name} ${JSON.stringify(region)} is not an AWS region: use e.g. eu-west-1`);
+  }
+}
+
+function tryUrl(url: string): URL | null {
+  try {
+    return new URL(url);
+  } catch {
+    return null;
+  }
 }
 
 /** Where a store is, without secrets: a URL without its password, a file, a table with its region. */

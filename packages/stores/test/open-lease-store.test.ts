@@ -239,7 +239,7 @@ describe('openLeaseStore', () => {
     } as never).catch((thrown: unknown) => thrown);
     expect(ConfigurationError.is(error)).toBe(true);
     expect((error as ConfigurationError).problems).toEqual([
-      expect.stringMatching(/^loger is not an option \(known: applicationName, /),
+      'loger is not an option: did you mean `logger`?',
       'applicationName must be a non-empty string: the application whose leases the store holds, got ""',
       'requestTimeoutMs must be an integer from 1 to ∞, got 0',
     ]);

@@ -175,7 +175,7 @@ describe('pipeline options', () => {
       'pipeline needs handleMessage, handleBatch or both: nothing would handle the records',
       'pipeline.processors.concurrency must be an integer from 1 to 10000, got 0',
       'pipeline.processors.minDemand (20) must be below maxDemand (10)',
-      'pipeline.batchers.batch_size is not an option (known: concurrency, batchSize, batchTimeoutMs)',
+      'pipeline.batchers.batch_size is not an option: did you mean `batchSize`?',
       'pipeline.batchers is set but handleBatch is not: batches would never be handled',
       'pipeline.batchers.batchSize must be an integer from 1 to ∞, got 0',
       'pipeline.checkpoint.intervalMs must be an integer from 1 to ∞, got -1',

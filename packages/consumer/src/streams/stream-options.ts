@@ -1,4 +1,5 @@
 import type { OptionProblems } from '@kcl/core';
+import { closestName } from '@kcl/core';
 import type { StreamIdentity } from '../kinesis/kinesis-stream.js';
 
 /** Where a new application starts reading each shard. */
@@ -105,11 +106,11 @@ export function resolveStreamConfig(
     return `${where} must be a stream name, an ARN, or { streamName | streamArn, initialPosition? }; got ${JSON.stringify(config)}`;
   }
   const given = config as Record<string, unknown>;
-  const unknown = Object.keys(given).filter(
-    (key) => key !== 'streamName' && key !== 'streamArn' && key !== 'initialPosition',
-  );
-  if (unknown.length > 0) {
-    return `${where}.${unknown[0]} is not an option (streamName, streamArn, initialPosition)`;
+  const known = ['streamName', 'streamArn', 'initialPosition'];
+  const unknown = Object.keys(given).find((key) => !known.includes(key));
+  if (unknown !== undefined) {
+    const suggestion = closestName(unknown, known);
+    return `${where}.${unknown} is not an option${suggestion === null ? ` (${known.join(', ')})` : `: did you mean \`${suggestion}\`?`}`;
   }
   const position = given.initialPosition ?? defaultPosition;
   if (!isInitialPosition(position)) {

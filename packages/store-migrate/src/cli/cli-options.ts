@@ -1,3 +1,4 @@
+import { closestName } from '@kcl/core';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import type { StoreConnection, StoreKind } from './store-connection.js';
@@ -122,10 +123,12 @@ export function resolveSelection(
       return undefined;
     }
     const resolved = storeKindOf(value);
-    if (resolved === null)
+    if (resolved === null) {
+      const suggestion = closestName(value, STORE_KINDS);
       problems.push(
-        `--${flag} ${JSON.stringify(value)} is not a store: use one of ${STORE_KINDS.join(', ')}`,
+        `--${flag} ${JSON.stringify(value)} is not a store: ${suggestion === null ? '' : `did you mean ${suggestion}? `}use one of ${STORE_KINDS.join(', ')}`,
       );
+    }
     return resolved ?? undefined;
   };
   const from = kind(text(raw.from, 'KCL_MIGRATE_FROM'), 'from', needs.from);

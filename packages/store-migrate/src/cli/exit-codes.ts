@@ -5,7 +5,7 @@ import { LiveMigrationRefusedError, MigrationInterruptedError } from '../migrati
 export const EXIT_CODES = Object.freeze({
   /** Done; a dry run printed its plan; a verification found no difference. */
   ok: 0,
-  /** A store could not be read or written, or something unexpected failed. */
+  /** A store could not be reached, read or written, or something unexpected failed. */
   failed: 1,
   /** Invalid options. */
   usage: 2,
@@ -24,7 +24,8 @@ export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
 export const EXIT_CODE_HELP = `Exit codes:
   0    done (a dry run printed its plan; --verify found no difference)
-  1    failed: a store could not be read or written (the message says why)
+  1    failed: a store could not be reached (checked before anything else), read or written
+       (the message says why)
   2    usage: invalid or missing options
   3    refused for safety: the source is in use, a marker says it was migrated elsewhere
        or a live migration is running, lease rows cannot be read, or the copy was not confirmed

@@ -60,7 +60,11 @@ describe('kcl-migrate options', () => {
     const result = await run(['--from', 'oracle', '--to', 'postgres']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--app is required');
-    expect(result.stderr).toContain('--from "oracle" is not a store');
+    expect(result.stderr).toContain('--from "oracle" is not a store: use one of dynamo, postgres');
+    const misspelt = await run(['--from', 'postgress', '--to', 'sqlit', '--app', 'a', '--dry-run']);
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr).toContain('--from "postgress" is not a store: did you mean postgres?');
+    expect(misspelt.stderr).toContain('--to "sqlit" is not a store: did you mean sqlite?');
     expect(result.stderr).toContain('pass --yes');
     const conflicting = await run([
       '--from',
@@ -102,6 +106,82 @@ describe('kcl-migrate options', () => {
     expect(same.code).toBe(2);
     expect(same.stderr).toContain('the source and the target are the same store');
   });
+
+  it('refuses a store URL or endpoint that is no URL before connecting, naming the flag', async () => {
+    const source = join(directory, 'url-check.db');
+    await sqliteSource(source, 'a', 1);
+    const started = performance.now();
+    const result = await run([
+      '--from',
+      'sqlite',
+      '--sqlite-file',
+      source,
+      '--to',
+      'postgres',
+      '--postgres-url',
+      'not-a-url',
+      '--app',
+      'a',
+      '--dry-run',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      '--postgres-url (or --to-postgres-url) "not-a-url" is not a URL: use postgres://user:password@host:5432/database',
+    );
+    expect(result.stderr).not.toMatch(/ENOTFOUND|getaddrinfo/);
+    // a usage error, not a failed connection attempt
+    expect(performance.now() - started).toBeLessThan(2_000);
+
+    const both = await run([
+      '--from',
+      'dynamo',
+      '--dynamo-endpoint',
+      'localhost:4567',
+      '--to',
+      'mysql',
+      '--to-mysql-url',
+      'db.internal:3306/kcl',
+      '--app',
+      'a',
+      '--verify',
+    ]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain(
+      '--dynamo-endpoint (or --from-dynamo-endpoint) "localhost:4567" is not an http(s) URL',
+    );
+    expect(both.stderr).toContain(
+      '--mysql-url (or --to-mysql-url) "db.internal:3306/kcl" is not a MySQL or MariaDB URL',
+    );
+  });
+});
+
+describe('kcl-migrate against a store that cannot be reached', () => {
+  it('fails at once, naming the store and the flag, before it watches the source', async () => {
+    const source = join(directory, 'unreachable-target.db');
+    await sqliteSource(source, 'a', 1);
+    const started = performance.now();
+    // Nothing listens on port 1: the connection is refused at once.
+    const result = await run([
+      '--from',
+      'sqlite',
+      '--sqlite-file',
+      source,
+      '--to',
+      'postgres',
+      '--postgres-url',
+      'postgres://kcl:secret@127.0.0.1:1/kcl',
+      '--app',
+      'a',
+      '--yes',
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /cannot reach the target store .*127\.0\.0\.1:1.*; check --postgres-url \(or --to-postgres-url\) and that the server is up/,
+    );
+    expect(result.stderr).not.toContain('secret');
+    expect(result.stderr).not.toContain('watching the source');
+    expect(performance.now() - started).toBeLessThan(10_000);
+  }, 30_000);
 });
 
 describe('kcl-migrate between two SQLite files', () => {

@@ -17,7 +17,7 @@ import type { ExitCode } from './exit-codes.js';
 import { EXIT_CODE_HELP, EXIT_CODES, exitCodeOfError } from './exit-codes.js';
 import { LIVE_HELP, runAbort, runCutover, runLiveStart, runStatus } from './live-commands.js';
 import type { OpenedStore } from './store-connection.js';
-import { openStore } from './store-connection.js';
+import { openStore, unreachableStores } from './store-connection.js';
 
 const EXAMPLES = `Examples:
   # What would be copied (reads both sides, writes nothing)
@@ -216,6 +216,14 @@ async function execute(mode: Mode, raw: RawOptions, io: CliIo, signal: AbortSign
         poolSize,
       );
       opened.push(to);
+    }
+    const unreachable = await unreachableStores([
+      { side: 'from', opened: from },
+      ...(to === null ? [] : [{ side: 'to' as const, opened: to }]),
+    ]);
+    if (unreachable.length > 0) {
+      reportError(io, json, mode, EXIT_CODES.failed, unreachable.join('\n'));
+      return EXIT_CODES.failed;
     }
     const context: CommandContext = {
       io,

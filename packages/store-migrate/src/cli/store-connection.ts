@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { LeaseStore } from '@kcl/core';
+import type { Clock, LeaseStore } from '@kcl/core';
+import { LeaseStoreSchemaMissingError, systemClock } from '@kcl/core';
 import type { LeaseStoreLocation } from '@kcl/stores';
-import { describeLeaseStoreLocation, openLeaseStore } from '@kcl/stores';
+import { describeLeaseStoreLocation, leaseStoreLocationProblems, openLeaseStore } from '@kcl/stores';
+import { startDeadline, TIMED_OUT } from '../deadline.js';
 
 export type StoreKind = 'dynamo' | 'postgres' | 'mysql' | 'sqlite';
 
@@ -46,8 +48,35 @@ export interface OpenedStore {
   readonly name: string;
 }
 
-/** Problems with a side's settings, all of them, before anything is opened. */
+/**
+ * Problems with a side's settings, all of them, before anything is opened: missing settings first;
+ * when none is missing, the location they make is checked as @kcl/stores checks one (a URL that is no
+ * URL, an endpoint without http://), each problem naming the flag it came from.
+ */
 export function connectionProblems(
+  side: 'from' | 'to',
+  kind: StoreKind,
+  connection: StoreConnection,
+  env: Readonly<Record<string, string | undefined>>,
+): string[] {
+  const missing = missingSettings(side, kind, connection, env);
+  if (missing.length > 0) return missing;
+  const flag = (name: string) => `--${name} (or --${side}-${name})`;
+  return [
+    ...leaseStoreLocationProblems(storeLocation(side, kind, connection, env, 1), {
+      names: {
+        url: flag(kind === 'mysql' ? 'mysql-url' : 'postgres-url'),
+        file: flag('sqlite-file'),
+        tableName: flag(kind === 'dynamo' ? 'dynamo-table' : 'sql-table'),
+        region: flag('region'),
+        endpoint: flag('dynamo-endpoint'),
+        layout: flag('dynamo-layout'),
+      },
+    }),
+  ];
+}
+
+function missingSettings(
   side: 'from' | 'to',
   kind: StoreKind,
   connection: StoreConnection,
@@ -178,5 +207,58 @@ function locationText(location: LeaseStoreLocation): string {
     case 'postgres':
     case 'mysql':
       return describeLeaseStoreLocation(location);
+  }
+}
+
+/** How long the first call to each store may take before kcl-migrate gives up on it. */
+export const REACHABILITY_TIMEOUT_MS = 10_000;
+
+/** What to check when a store of `kind` on `side` cannot be reached. */
+function reachAdvice(kind: StoreKind, side: 'from' | 'to'): string {
+  switch (kind) {
+    case 'dynamo':
+      return `check --dynamo-endpoint and --region (or their --${side}- forms) and the AWS credentials`;
+    case 'postgres':
+      return `check --postgres-url (or --${side}-postgres-url) and that the server is up`;
+    case 'mysql':
+      return `check --mysql-url (or --${side}-mysql-url) and that the server is up`;
+    case 'sqlite':
+      return `check --sqlite-file (or --${side}-sqlite-file)`;
+  }
+}
+
+/**
+ * Asks each store one small question (its migration marker) before anything long starts, so that a
+ * store that cannot be reached ends the run at once with a message naming it, instead of after the
+ * watch for a running fleet. A store that answers that its tables are missing was reached (a new
+ * target has none yet). Resolves to one problem per store that did not answer, empty when both did.
+ */
+export async function unreachableStores(
+  stores: ReadonlyArray<{ readonly side: 'from' | 'to'; readonly opened: OpenedStore }>,
+  timeoutMs: number = REACHABILITY_TIMEOUT_MS,
+  clock: Clock = systemClock,
+): Promise<string[]> {
+  const deadline = startDeadline(clock, timeoutMs);
+  try {
+    const answers = await Promise.all(
+      stores.map(async ({ side, opened }) => {
+        const role = side === 'from' ? 'the source' : 'the target';
+        const advice = reachAdvice(opened.kind, side);
+        try {
+          const answer = await deadline.race(opened.store.admin.getMigrationMarker());
+          if (answer === TIMED_OUT) {
+            return `cannot reach ${role} store ${opened.name}: no answer within ${timeoutMs / 1_000} s; ${advice}`;
+          }
+          return null;
+        } catch (error) {
+          if (LeaseStoreSchemaMissingError.is(error)) return null;
+          const reason = error instanceof Error ? error.message : String(error);
+          return `cannot reach ${role} store ${opened.name}: ${reason}; ${advice}`;
+        }
+      }),
+    );
+    return answers.filter((answer): answer is string => answer !== null);
+  } finally {
+    deadline.cancel();
   }
 }

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+// The command as installed (package.json's bin): a wrapper that runs the built dist/cli/main.js.
+const MAIN = fileURLToPath(new URL('../../bin/kcl-migrate.js', import.meta.url));
 
 export interface CliRun {
   readonly code: number | null;
@@ -9,7 +10,7 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-/** Runs the built `kcl-migrate` as a user would: `node dist/cli/main.js …`, no terminal. */
+/** Runs the built `kcl-migrate` as a user would: `node bin/kcl-migrate.js …`, no terminal. */
 export function runCli(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, ...args], {
