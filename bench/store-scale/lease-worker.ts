@@ -115,7 +115,13 @@ export class LeaseWorker {
       onReadError: (_leaseKey, error) => options.onStoreError('read a lease asked for', error),
     });
     this.#liveness = options.liveness
-      ? new SessionLiveness({ store, workerId, logger: noopLogger, onDead: () => this.#wake.abort() })
+      ? new SessionLiveness({
+          store,
+          workerId,
+          checkIntervalMs: settings.livenessCheckIntervalMs,
+          logger: noopLogger,
+          onDead: () => this.#wake.abort(),
+        })
       : null;
     this.#shardSync = new ShardSync({
       store,

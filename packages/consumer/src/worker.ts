@@ -160,6 +160,7 @@ export class Worker {
         ? new SessionLiveness({
             store: deps.store,
             workerId: deps.options.workerId,
+            checkIntervalMs: deps.options.livenessCheckIntervalMs,
             logger: deps.logger,
             onDead: () => this.#wake.abort(),
           })

@@ -1,7 +1,7 @@
 import { interceptLeaseStore, noopLogger } from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import { OWN_SESSION_CHECK_EVERY, SessionLiveness } from './session-liveness.js';
+import { ownSessionCheckEvery, SessionLiveness } from './session-liveness.js';
 
 function setup() {
   const table = new MemoryLeaseTable();
@@ -12,6 +12,7 @@ function setup() {
   const liveness = new SessionLiveness({
     store: mine,
     workerId: 'me',
+    checkIntervalMs: 1_000,
     logger: noopLogger,
     onDead: (workerIds) => found.push([...workerIds]),
   });
@@ -97,16 +98,17 @@ describe('SessionLiveness', () => {
     const liveness = new SessionLiveness({
       store: counted,
       workerId: 'me',
+      checkIntervalMs: 1_000,
       logger: noopLogger,
       onDead: () => undefined,
     });
+    const every = ownSessionCheckEvery(1_000);
+    expect(every).toBe(10);
     await liveness.attach();
     await store().workers.attachSession?.('other');
-    for (let check = 0; check < 2 * OWN_SESSION_CHECK_EVERY; check++) await liveness.check(['other']);
+    for (let check = 0; check < 2 * every; check++) await liveness.check(['other']);
     expect(calls.filter((operation) => operation === 'session.check')).toHaveLength(2);
-    expect(calls.filter((operation) => operation === 'workers.liveSessions')).toHaveLength(
-      2 * OWN_SESSION_CHECK_EVERY,
-    );
+    expect(calls.filter((operation) => operation === 'workers.liveSessions')).toHaveLength(2 * every);
     // Lost between two statements on the session: the next listing shows it, and it attaches again.
     await liveness.check(['other']);
     calls.length = 0;
@@ -114,6 +116,31 @@ describe('SessionLiveness', () => {
     await liveness.check(['other']);
     expect(calls).toEqual(['workers.liveSessions', 'session.close', 'workers.attachSession']);
     expect(liveness.attached).toBe(true);
+  });
+
+  it('runs the statement on its own session at least every 10 s, whatever the interval', () => {
+    expect(ownSessionCheckEvery(100)).toBe(100);
+    expect(ownSessionCheckEvery(5_000)).toBe(2);
+    expect(ownSessionCheckEvery(30_000)).toBe(1);
+  });
+
+  it('judges nobody when its lock is held by another process under its worker id', async () => {
+    const { store, liveness, found, mine } = setup();
+    await liveness.attach();
+    await store().workers.attachSession?.('other');
+    await liveness.check(['other']);
+    await liveness.check(['other']);
+    // A database restart ends both sessions; another process running as "me" attaches first.
+    mine.dropWorkerSession('me');
+    mine.dropWorkerSession('other');
+    const impostor = await store().workers.attachSession?.('me');
+    expect(impostor).toBeDefined();
+    // The listing shows "me" live (the impostor's lock) and "other" gone: the check on its own
+    // session finds its lock lost, and nobody is judged.
+    await liveness.check(['other']);
+    expect(found).toEqual([]);
+    expect(liveness.dead()).toEqual(new Set());
+    expect(liveness.attached).toBe(false);
   });
 
   it('closes its session: the others no longer see it', async () => {

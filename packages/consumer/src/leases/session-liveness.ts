@@ -4,18 +4,26 @@ export interface SessionLivenessOptions {
   /** A store with `capabilities.sessionLiveness` (deadlines already applied). */
   readonly store: LeaseStore;
   readonly workerId: string;
+  /** How often `check` is called (`livenessCheckIntervalMs`). */
+  readonly checkIntervalMs: number;
   readonly logger: Logger;
   /** Workers newly found dead: their leases may be taken at once. */
   readonly onDead: (workerIds: readonly string[]) => void;
 }
 
 /**
- * The statement on this worker's own session runs at every this many checks. In between, the listing
- * that asks after the others includes this worker, so a lock it lost shows there at once; the
- * statement on the session keeps its idle connection from being closed by a server or proxy timeout,
- * and tells its own lock from one another process holds under the same worker id.
+ * About how often (ms) the statement on this worker's own session runs. In between, the listing that
+ * asks after the others includes this worker, so a lock it lost shows there at once; the statement on
+ * the session keeps its idle connection from being closed by a server or proxy idle limit, and tells
+ * its own lock from one another process holds under the same worker id (the same id run twice, or two
+ * ids sharing a lock key) — which is why it also runs before anyone is judged dead.
  */
-export const OWN_SESSION_CHECK_EVERY = 10;
+export const OWN_SESSION_CHECK_MS = 10_000;
+
+/** Every how many checks the statement on the worker's own session runs (at least every check). */
+export function ownSessionCheckEvery(checkIntervalMs: number): number {
+  return Math.max(1, Math.floor(OWN_SESSION_CHECK_MS / checkIntervalMs));
+}
 
 /**
  * Worker liveness tied to database sessions (ARCHITECTURE §3): this worker holds a session of its own,
@@ -38,7 +46,7 @@ export class SessionLiveness {
   #attachFailures = 0;
   /** Set by `close`: a session attached after it is closed at once. */
   #closed = false;
-  /** Checks left before the next statement on this worker's own session (0: at the next check). */
+  /** Checks left before the next statement on this worker's own session (1 or less: at the next). */
   #checksUntilOwn = 0;
 
   constructor(options: SessionLivenessOptions) {
@@ -103,9 +111,9 @@ export class SessionLiveness {
 
   /**
    * One check: a statement asking which of `candidates` — the lease owners and hand-off requesters of
-   * the last listing — and this worker hold a session, preceded at every `OWN_SESSION_CHECK_EVERY`th
-   * check by one on this worker's own session (see there). Without a session of its own, this worker
-   * attaches one instead.
+   * the last listing — and this worker hold a session, followed about every `OWN_SESSION_CHECK_MS`, and
+   * before anyone is judged dead, by one on this worker's own session (see there). Without a session
+   * of its own, this worker attaches one instead.
    */
   async check(candidates: Iterable<string>): Promise<void> {
     const { store, workerId, logger } = this.#options;
@@ -114,14 +122,6 @@ export class SessionLiveness {
       await this.attach();
       return;
     }
-    if (this.#checksUntilOwn <= 0) {
-      if (!(await session.check())) {
-        await this.#lost();
-        return;
-      }
-      this.#checksUntilOwn = OWN_SESSION_CHECK_EVERY;
-    }
-    this.#checksUntilOwn -= 1;
     const others = new Set(candidates);
     others.delete(workerId);
     const live = await store.workers.liveSessions?.([...others, workerId]);
@@ -136,13 +136,26 @@ export class SessionLiveness {
         this.#seenLive.add(other);
         this.#dead.delete(other);
       } else if (this.#seenLive.has(other) && !this.#dead.has(other)) {
-        this.#dead.add(other);
         newlyDead.push(other);
       }
     }
     // Forget workers that own no lease any more (bounded memory).
     for (const known of [...this.#seenLive]) if (!others.has(known)) this.#seenLive.delete(known);
     for (const known of [...this.#dead]) if (!others.has(known)) this.#dead.delete(known);
+    this.#checksUntilOwn -= 1;
+    if (this.#checksUntilOwn <= 0 || newlyDead.length > 0) {
+      // Before anyone is judged: the listing showed this worker's lock held, but perhaps by another
+      // process under its id. A lock held on its own connection now was held at the listing (a lost
+      // one is never regained on that connection); only then may the others' absence be judged.
+      const held = await session.check();
+      if (this.#session !== session) return;
+      if (!held) {
+        await this.#lost();
+        return;
+      }
+      this.#checksUntilOwn = ownSessionCheckEvery(this.#options.checkIntervalMs);
+    }
+    for (const dead of newlyDead) this.#dead.add(dead);
     if (newlyDead.length > 0) {
       logger.info('workers lost their database session; taking their leases without waiting for expiry', {
         workerIds: newlyDead,
