@@ -2,6 +2,15 @@ export type { CliIo } from './cli/cli-io.js';
 export type { ExitCode } from './cli/exit-codes.js';
 export { EXIT_CODES } from './cli/exit-codes.js';
 export { OperationRefusedError } from './cli/operation-refused-error.js';
+export type {
+  DashboardOptions,
+  DashboardSample,
+  DashboardState,
+  RunningDashboard,
+} from './dashboard/dashboard-server.js';
+export { startDashboard } from './dashboard/dashboard-server.js';
+export type { LeaseEvent, LeaseEventKind } from './dashboard/lease-events.js';
+export { diffLeaseEvents } from './dashboard/lease-events.js';
 export { runKcl } from './kcl.js';
 export type { ReleaseOutcome, ResetOutcome } from './operations/reset-leases.js';
 export { RESET_OWNER, releaseLeaseOf, resetLease } from './operations/reset-leases.js';

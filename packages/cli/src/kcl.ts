@@ -9,6 +9,7 @@ import type { ExitCode } from './cli/exit-codes.js';
 import { EXIT_CODE_HELP, EXIT_CODES, exitCodeOfError } from './cli/exit-codes.js';
 import type { RawOptions } from './cli/store-options.js';
 import { addStoreOptions, ENVIRONMENT_HELP, storeSelection } from './cli/store-options.js';
+import { runDashboard } from './commands/dashboard-command.js';
 import { runForgetStream } from './commands/forget-stream-command.js';
 import { runRelease } from './commands/release-command.js';
 import { resetOptionProblems, runReset } from './commands/reset-command.js';
@@ -145,6 +146,25 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
     .addHelpText('after', after)
     .action(run('forget-stream'));
 
+  expiry(
+    addStoreOptions(
+      program
+        .command('dashboard')
+        .description(
+          'a live, read-only web page of the leases: lineage, owners, lag, throughput, lease events',
+        ),
+    ),
+  )
+    .option('--port <port>', 'the port to serve on (0: any free port)', integerOption(0), 8080)
+    .option(
+      '--host <address>',
+      'the address to listen on (the page has no login: keep it local)',
+      '127.0.0.1',
+    )
+    .option('--interval-ms <ms>', 'how often the store is read', integerOption(100), 2_000)
+    .addHelpText('after', after)
+    .action(run('dashboard'));
+
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
@@ -218,7 +238,7 @@ async function execute(
       case 'forget-stream':
         return await runForgetStream(context);
       case 'dashboard':
-        return EXIT_CODES.usage;
+        return await runDashboard(context);
     }
     return EXIT_CODES.usage;
   } catch (error) {
