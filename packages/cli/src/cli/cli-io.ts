@@ -8,12 +8,12 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
-/** JSON with bigints as decimal strings and dates as ISO strings. */
-export function toJson(value: unknown, indent: number | undefined = 2): string {
+/** JSON with bigints as decimal strings and dates as ISO strings; `line`: on one line (for streams of JSON). */
+export function toJson(value: unknown, layout: 'indented' | 'line' = 'indented'): string {
   return JSON.stringify(
     value,
     (_key, field: unknown) => (typeof field === 'bigint' ? field.toString() : field),
-    indent,
+    layout === 'line' ? undefined : 2,
   );
 }
 

@@ -16,7 +16,7 @@ export async function runDashboard(context: CommandContext): Promise<ExitCode> {
     workerExpiryMs: raw.workerExpiryMs as number,
     signal: context.signal,
   });
-  if (json) io.stdout.write(`${toJson({ command: 'dashboard', url: dashboard.url }, undefined)}\n`);
+  if (json) io.stdout.write(`${toJson({ command: 'dashboard', url: dashboard.url }, 'line')}\n`);
   say(context, `kcl dashboard for ${context.applicationName}: ${dashboard.url} (Ctrl-C to stop)`);
   await new Promise<void>((resolve) => {
     if (context.signal.aborted) resolve();

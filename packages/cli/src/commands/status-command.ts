@@ -17,7 +17,7 @@ export async function runStatus(context: CommandContext): Promise<ExitCode> {
   const redraw = io.stdout.isTTY === true && !json;
   while (!signal.aborted) {
     const status = await readApplicationStatus(context.store, options);
-    if (json) io.stdout.write(`${toJson(status, undefined)}\n`);
+    if (json) io.stdout.write(`${toJson(status, 'line')}\n`);
     else io.stdout.write(`${redraw ? '\x1b[H\x1b[2J' : ''}${formatApplicationStatus(status)}\n\n`);
     await sleep(raw.intervalMs as number, signal);
   }

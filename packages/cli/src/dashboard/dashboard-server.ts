@@ -5,6 +5,7 @@ import { systemClock } from '@kcl/core';
 import type { ApplicationStatus } from '../status/application-status.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
+import { HeartbeatWatch } from './heartbeat-watch.js';
 import { diffLeaseEvents, type LeaseEvent } from './lease-events.js';
 
 export interface DashboardOptions {
@@ -67,6 +68,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   let error: string | null = null;
   const history: DashboardSample[] = [];
   const events: LeaseEvent[] = [];
+  const watch = new HeartbeatWatch(intervalMs);
 
   const read = async (): Promise<void> => {
     try {
@@ -74,7 +76,19 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
         now: () => clock.now(),
       });
-      if (status !== null) events.push(...diffLeaseEvents(status, next));
+      const previous = status;
+      const aliveBefore = new Set(
+        previous?.workers.map((worker) => worker.workerId).filter((id) => watch.alive(id)),
+      );
+      watch.observe(next.workers, clock.monotonicNow());
+      if (previous !== null) {
+        events.push(
+          ...diffLeaseEvents(previous, next, {
+            before: (workerId) => aliveBefore.has(workerId),
+            after: (workerId) => watch.alive(workerId),
+          }),
+        );
+      }
       if (events.length > MAX_EVENTS) events.splice(0, events.length - MAX_EVENTS);
       history.push(sampleOf(next));
       if (history.length > historyLength) history.shift();

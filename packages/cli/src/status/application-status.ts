@@ -42,6 +42,8 @@ export interface WorkerStatus {
   readonly lastHeartbeatAt: string;
   /** How long ago its last heartbeat was written, by the writer's clock against this reader's. */
   readonly heartbeatAgeMs: number;
+  /** The registry's heartbeat counter: it moves with every heartbeat. */
+  readonly heartbeat: number;
   /** A heartbeat within the worker expiry. */
   readonly alive: boolean;
   readonly startedAt: string | null;
@@ -171,6 +173,7 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
         workerId: record.workerId,
         lastHeartbeatAt: record.lastHeartbeatAt.toISOString(),
         heartbeatAgeMs: Math.max(0, now - record.lastHeartbeatAt.getTime()),
+        heartbeat: record.heartbeat,
         alive: alive(record.workerId),
         startedAt: record.metadata.startedAt ?? null,
         leases: held,
