@@ -6,6 +6,7 @@ export type {
   DashboardOptions,
   DashboardSample,
   DashboardState,
+  RetiredShard,
   RunningDashboard,
 } from './dashboard/dashboard-server.js';
 export { startDashboard } from './dashboard/dashboard-server.js';

@@ -43,6 +43,12 @@ describe('the dashboard server', () => {
       expect(latest.events.at(-1)).toMatchObject({ kind: 'taken', leaseKey: 'shardId-0', to: 'worker-1' });
       expect(latest.history.length).toBeGreaterThan(1);
       expect((await fetch(`${dashboard.url}nothing`)).status).toBe(404);
+
+      // A deleted lease (a finished parent after cleanup) stays in the lineage graph, faded.
+      await store.leases.delete('shardId-0');
+      await waitUntil(async () => (await state()).retiredShards.length === 1, 5_000, 'the retired shard');
+      expect((await state()).retiredShards[0]).toMatchObject({ leaseKey: 'shardId-0', owner: 'worker-1' });
+      expect((await state()).events.at(-1)).toMatchObject({ kind: 'deleted', leaseKey: 'shardId-0' });
     } finally {
       await dashboard.stop();
       await store.close();

@@ -101,10 +101,11 @@ function sparkline(values, color) {
   ]);
 }
 
-function drawLineage(status) {
+function drawLineage(status, retired) {
   var svg = clear(document.getElementById("lineage"));
   var byKey = {};
-  status.shards.forEach(function (s) { byKey[s.leaseKey] = s; });
+  var all = retired.map(function (s) { return Object.assign({}, s, { retired: true }); }).concat(status.shards);
+  all.forEach(function (s) { byKey[s.leaseKey] = s; });
   var depth = {};
   function depthOf(key, seen) {
     if (depth[key] !== undefined) return depth[key];
@@ -116,7 +117,7 @@ function drawLineage(status) {
     return d;
   }
   var streams = {};
-  status.shards.forEach(function (s) {
+  all.forEach(function (s) {
     depthOf(s.leaseKey, {});
     var stream = s.streamIdentifier || "";
     (streams[stream] = streams[stream] || []).push(s);
@@ -139,7 +140,7 @@ function drawLineage(status) {
     });
     top += rows * (H + GY) + 8;
   });
-  status.shards.forEach(function (s) {
+  all.forEach(function (s) {
     (s.parentLeaseKeys || []).forEach(function (p) {
       if (!position[p]) return;
       var a = position[p], b = position[s.leaseKey];
@@ -147,17 +148,23 @@ function drawLineage(status) {
       svg.appendChild(el("path", { d: "M" + x1 + "," + y1 + " C" + mx + "," + y1 + " " + mx + "," + y2 + " " + x2 + "," + y2, fill: "none", stroke: "#9fb3c8", "stroke-width": 1.5, "data-edge": p + "->" + s.leaseKey }));
     });
   });
-  status.shards.forEach(function (s) {
+  all.forEach(function (s) {
     var p = position[s.leaseKey];
-    var fill = STATE_COLORS[s.state] || "#7b8794";
-    var dark = s.state !== "finished";
-    var ink = dark ? "#ffffff" : "#243b53";
-    var group = el("g", { transform: "translate(" + p.x + "," + p.y + ")", "data-shard": s.leaseKey, "data-owner": s.owner || "", "data-state": s.state, class: "shard" }, [
-      el("title", {}, [s.leaseKey + " — " + s.state + (s.owner ? " — " + s.owner : "") + " — checkpoint " + s.checkpoint]),
-      el("rect", { width: W, height: H, rx: 8, fill: fill, stroke: lagColor(s.millisBehindLatest), "stroke-width": 4 }),
+    var fill = s.retired ? "#f0f4f8" : STATE_COLORS[s.state] || "#7b8794";
+    var dark = !s.retired && s.state !== "finished";
+    var ink = dark ? "#ffffff" : "#486581";
+    var attributes = s.retired
+      ? { transform: "translate(" + p.x + "," + p.y + ")", "data-retired-shard": s.leaseKey, class: "shard retired" }
+      : { transform: "translate(" + p.x + "," + p.y + ")", "data-shard": s.leaseKey, "data-owner": s.owner || "", "data-state": s.state, class: "shard" };
+    var line3 = s.retired
+      ? "finished · lease deleted " + new Date(s.deletedAt).toLocaleTimeString()
+      : s.state + " · lag " + lagText(s.millisBehindLatest) + (s.recordsPerSecond !== null ? " · " + s.recordsPerSecond + " rec/s" : "");
+    var group = el("g", attributes, [
+      el("title", {}, [s.leaseKey + " — " + (s.retired ? "finished, lease deleted" : s.state) + (s.owner ? " — " + s.owner : "") + " — checkpoint " + s.checkpoint]),
+      el("rect", { width: W, height: H, rx: 8, fill: fill, stroke: s.retired ? "#9fb3c8" : lagColor(s.millisBehindLatest), "stroke-width": s.retired ? 1.5 : 4, "stroke-dasharray": s.retired ? "5 4" : "none" }),
       el("text", { x: 10, y: 18, fill: ink, "font-size": 13, "font-weight": 600 }, [shortKey(s.leaseKey)]),
       el("text", { x: 10, y: 35, fill: ink, "font-size": 12, class: "owner" }, [s.owner ? s.owner : s.state === "finished" ? "finished" : "no owner"]),
-      el("text", { x: 10, y: 50, fill: ink, "font-size": 11 }, [s.state + " · lag " + lagText(s.millisBehindLatest) + (s.recordsPerSecond !== null ? " · " + s.recordsPerSecond + " rec/s" : "")]),
+      el("text", { x: 10, y: 50, fill: ink, "font-size": 11 }, [line3]),
     ]);
     svg.appendChild(group);
   });
@@ -167,6 +174,7 @@ function drawLineage(status) {
   Object.keys(STATE_COLORS).forEach(function (state) {
     legend.appendChild(el("span", {}, [el("i", { style: "background:" + STATE_COLORS[state] }), state]));
   });
+  legend.appendChild(el("span", {}, [el("i", { style: "background:#f0f4f8;border:1px dashed #9fb3c8" }), "lease deleted (finished parent)"]));
   legend.appendChild(el("span", {}, ["outline: lag < 1 s · < 10 s · < 60 s · more"]));
 }
 
@@ -241,7 +249,7 @@ function render(state) {
   document.getElementById("meta").textContent = status.store + " · " + status.shards.length + " shards · " +
     status.workers.filter(function (w) { return w.alive; }).length + " live workers · read " + new Date(status.readAt).toLocaleTimeString();
   document.body.setAttribute("data-read-at", status.readAt);
-  drawLineage(status);
+  drawLineage(status, state.retiredShards || []);
   drawWorkers(status, state.history);
   drawShards(status, state.history);
   drawProblems(status);

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Clock, LeaseStore } from '@kcl/core';
 import { systemClock } from '@kcl/core';
-import type { ApplicationStatus } from '../status/application-status.js';
+import type { ApplicationStatus, ShardStatus } from '../status/application-status.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
@@ -24,6 +24,11 @@ export interface DashboardOptions {
   readonly signal?: AbortSignal;
 }
 
+/** A lease the dashboard saw deleted, as it was last read. */
+export interface RetiredShard extends ShardStatus {
+  readonly deletedAt: string;
+}
+
 /** One read, for the sparklines. */
 export interface DashboardSample {
   readonly at: string;
@@ -39,6 +44,11 @@ export interface DashboardState {
   readonly history: readonly DashboardSample[];
   /** Newest last. */
   readonly events: readonly LeaseEvent[];
+  /**
+   * Leases deleted from the table in the last `retiredShardsMs` (finished parents that lease cleanup
+   * removed once their children started), as last read: the lineage graph keeps them, faded.
+   */
+  readonly retiredShards: readonly RetiredShard[];
   /** The last read's failure, or null. */
   readonly error: string | null;
   readonly intervalMs: number;
@@ -53,6 +63,9 @@ export interface RunningDashboard {
 }
 
 const MAX_EVENTS = 500;
+/** How long, and how many, deleted leases stay in the lineage graph. */
+const RETIRED_SHARDS_MS = 5 * 60_000;
+const MAX_RETIRED_SHARDS = 64;
 
 /**
  * Serves the lease dashboard: a read-only page (plain HTML, JavaScript and SVG, no build step) and the
@@ -68,6 +81,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   let error: string | null = null;
   const history: DashboardSample[] = [];
   const events: LeaseEvent[] = [];
+  let retiredShards: RetiredShard[] = [];
   const watch = new HeartbeatWatch(intervalMs);
 
   const read = async (): Promise<void> => {
@@ -90,6 +104,16 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         );
       }
       if (events.length > MAX_EVENTS) events.splice(0, events.length - MAX_EVENTS);
+      if (previous !== null) {
+        const present = new Set(next.shards.map((shard) => shard.leaseKey));
+        const deleted = previous.shards
+          .filter((shard) => !present.has(shard.leaseKey))
+          .map((shard) => ({ ...shard, deletedAt: next.readAt }));
+        const horizon = Date.parse(next.readAt) - RETIRED_SHARDS_MS;
+        retiredShards = [...retiredShards, ...deleted]
+          .filter((shard) => !present.has(shard.leaseKey) && Date.parse(shard.deletedAt) >= horizon)
+          .slice(-MAX_RETIRED_SHARDS);
+      }
       history.push(sampleOf(next));
       if (history.length > historyLength) history.shift();
       status = next;
@@ -98,7 +122,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       error = failure instanceof Error ? failure.message : String(failure);
     }
   };
-  const state = (): DashboardState => ({ status, history, events, error, intervalMs });
+  const state = (): DashboardState => ({ status, history, events, retiredShards, error, intervalMs });
 
   await read();
   const loop = (async () => {
