@@ -10,7 +10,7 @@ export type {
   RunningDashboard,
 } from './dashboard/dashboard-server.js';
 export { startDashboard } from './dashboard/dashboard-server.js';
-export type { LeaseEvent, LeaseEventKind } from './dashboard/lease-events.js';
+export type { LeaseEvent, LeaseEventKind, WorkerLiveness } from './dashboard/lease-events.js';
 export { diffLeaseEvents } from './dashboard/lease-events.js';
 export { runKcl } from './kcl.js';
 export type { ReleaseOutcome, ResetOutcome } from './operations/reset-leases.js';
@@ -29,3 +29,5 @@ export type {
 export { applicationStatus } from './status/application-status.js';
 export type { ReadStatusOptions } from './status/read-application-status.js';
 export { DEFAULT_WORKER_EXPIRY_MS, readApplicationStatus } from './status/read-application-status.js';
+export type { StreamPresence } from './status/stream-presence.js';
+export { checkStreamPresence } from './status/stream-presence.js';

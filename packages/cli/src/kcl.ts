@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import { ConfigurationError } from '@kcl/core';
-import { openLeaseStore } from '@kcl/stores';
+import { isLocalEndpoint, openLeaseStore } from '@kcl/stores';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { CliIo } from './cli/cli-io.js';
 import { Progress, toJson } from './cli/cli-io.js';
@@ -96,6 +97,8 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
     .option('--watch', 'redraw every --interval-ms until Ctrl-C (with --json: one JSON line per read)')
     .option('--interval-ms <ms>', 'how often --watch reads the store', integerOption(100), 2_000)
     .option('--check', 'exit with code 4 when problems are found')
+    .option('--kinesis-region <region>', "check that the leases' streams still exist, in this region")
+    .option('--kinesis-endpoint <url>', 'the Kinesis endpoint for that check (an emulator, a VPC endpoint)')
     .addHelpText('after', after)
     .action(run('status'));
 
@@ -162,6 +165,8 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
       '127.0.0.1',
     )
     .option('--interval-ms <ms>', 'how often the store is read', integerOption(100), 2_000)
+    .option('--kinesis-region <region>', "check that the leases' streams still exist, in this region")
+    .option('--kinesis-endpoint <url>', 'the Kinesis endpoint for that check (an emulator, a VPC endpoint)')
     .addHelpText('after', after)
     .action(run('dashboard'));
 
@@ -200,6 +205,7 @@ async function execute(
 ): Promise<ExitCode> {
   const json = raw.json === true;
   let store: Awaited<ReturnType<typeof openLeaseStore>> | null = null;
+  let kinesis: KinesisClient | undefined;
   try {
     const problems = commandProblems(name, raw, io);
     let selection: ReturnType<typeof storeSelection> | null = null;
@@ -218,6 +224,7 @@ async function execute(
         ? { requestTimeoutMs: 15_000, connectionTimeoutMs: 5_000 }
         : {}),
     });
+    kinesis = await kinesisClient(raw, io.env);
     const context: CommandContext = {
       io,
       raw,
@@ -227,6 +234,7 @@ async function execute(
       applicationName: selection.applicationName,
       store,
       now: () => Date.now(),
+      kinesis,
     };
     switch (name) {
       case 'status':
@@ -248,6 +256,38 @@ async function execute(
     io.stderr.write(`${message.startsWith('kcl') ? message : `kcl: ${message}`}\n`);
     return exitCode;
   } finally {
+    kinesis?.destroy();
     await store?.close().catch(() => undefined);
   }
+}
+
+/**
+ * The Kinesis client of `--kinesis-region` / `--kinesis-endpoint`, or undefined when neither is given.
+ * Against an emulator on this machine without AWS credentials configured, placeholder credentials are
+ * used (emulators accept any), as for the lease store.
+ */
+async function kinesisClient(
+  raw: RawOptions,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<KinesisClient | undefined> {
+  const region = typeof raw.kinesisRegion === 'string' ? raw.kinesisRegion : undefined;
+  const endpoint = typeof raw.kinesisEndpoint === 'string' ? raw.kinesisEndpoint : undefined;
+  if (region === undefined && endpoint === undefined) return undefined;
+  const [{ KinesisClient }, { NodeHttpHandler }] = await Promise.all([
+    import('@aws-sdk/client-kinesis'),
+    import('@smithy/node-http-handler'),
+  ]);
+  const configured = ['AWS_ACCESS_KEY_ID', 'AWS_PROFILE', 'AWS_WEB_IDENTITY_TOKEN_FILE'].some(
+    (name) => (env[name] ?? '') !== '',
+  );
+  const placeholder = endpoint !== undefined && isLocalEndpoint(endpoint) && !configured;
+  return new KinesisClient({
+    region: region ?? env.AWS_REGION ?? 'us-east-1',
+    ...(endpoint === undefined ? {} : { endpoint }),
+    // HTTP/1.1: a stream lookup needs no HTTP/2 (only fan-out does), and local emulators speak HTTP/1.1.
+    requestHandler: new NodeHttpHandler({ connectionTimeout: 5_000, requestTimeout: 15_000 }),
+    ...(placeholder
+      ? { credentials: { accessKeyId: 'AKIAKCLLOCALCLI00000', secretAccessKey: 'kcl-local' } }
+      : {}),
+  });
 }

@@ -130,6 +130,18 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     expect(status.problems).toEqual([]);
   });
 
+  it_('status --watch --json prints one JSON line per read until interrupted', async () => {
+    const run = await kcl(
+      ['status', ...common(), '--watch', '--json', '--interval-ms', '100'],
+      {},
+      (stdout) => stdout.split('\n').length > 3,
+    );
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    for (const line of lines) expect((JSON.parse(line) as ApplicationStatus).shards).toHaveLength(3);
+  });
+
   it_('status reports problems: owners gone, shards without owner, holes in the hash key range', async () => {
     await store.leases.delete('shardId-001');
     await store.leases.create({

@@ -2,6 +2,7 @@ export type { LeaseStoreKind, LeaseStoreLocation } from './lease-store-location.
 export {
   checkLeaseStoreLocation,
   describeLeaseStoreLocation,
+  isLocalEndpoint,
   LEASE_STORE_URL_FORMS,
   parseLeaseStoreUrl,
   redactUrl,

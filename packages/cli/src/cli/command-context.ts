@@ -1,3 +1,4 @@
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { LeaseStore } from '@kcl/core';
 import type { CliIo, Progress } from './cli-io.js';
 import type { RawOptions } from './store-options.js';
@@ -13,6 +14,8 @@ export interface CommandContext {
   readonly store: LeaseStore;
   /** The reader's wall clock. */
   readonly now: () => number;
+  /** A Kinesis client when `--kinesis-region` or `--kinesis-endpoint` was given (stream checks). */
+  readonly kinesis: KinesisClient | undefined;
 }
 
 /** Prints a line for people: on stdout normally, on stderr when stdout carries JSON. */

@@ -15,6 +15,7 @@ export async function runDashboard(context: CommandContext): Promise<ExitCode> {
     intervalMs: raw.intervalMs as number,
     workerExpiryMs: raw.workerExpiryMs as number,
     signal: context.signal,
+    ...(context.kinesis === undefined ? {} : { kinesis: context.kinesis }),
   });
   if (json) io.stdout.write(`${toJson({ command: 'dashboard', url: dashboard.url }, 'line')}\n`);
   say(context, `kcl dashboard for ${context.applicationName}: ${dashboard.url} (Ctrl-C to stop)`);

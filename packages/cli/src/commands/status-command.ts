@@ -8,7 +8,11 @@ import { formatApplicationStatus } from '../status/status-text.js';
 /** `kcl status`: once, or redrawn every `--interval-ms` with `--watch` until Ctrl-C. */
 export async function runStatus(context: CommandContext): Promise<ExitCode> {
   const { io, raw, json, signal } = context;
-  const options = { workerExpiryMs: raw.workerExpiryMs as number, now: context.now };
+  const options = {
+    workerExpiryMs: raw.workerExpiryMs as number,
+    now: context.now,
+    ...(context.kinesis === undefined ? {} : { kinesis: context.kinesis }),
+  };
   if (raw.watch !== true) {
     const status = await readApplicationStatus(context.store, options);
     io.stdout.write(`${json ? toJson(status) : formatApplicationStatus(status)}\n`);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { Clock, LeaseStore } from '@kcl/core';
 import { systemClock } from '@kcl/core';
 import type { ApplicationStatus, ShardStatus } from '../status/application-status.js';
@@ -20,6 +21,8 @@ export interface DashboardOptions {
   /** Reads kept for the sparklines (default 150). */
   readonly historyLength?: number;
   readonly clock?: Clock;
+  /** Checks that the leases' streams still exist (see `readApplicationStatus`). */
+  readonly kinesis?: Pick<KinesisClient, 'send'>;
   /** Stops the dashboard. */
   readonly signal?: AbortSignal;
 }
@@ -89,6 +92,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       const next = await readApplicationStatus(options.store, {
         ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
         now: () => clock.now(),
+        ...(options.kinesis === undefined ? {} : { kinesis: options.kinesis }),
       });
       const previous = status;
       const aliveBefore = new Set(

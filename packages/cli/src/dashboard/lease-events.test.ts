@@ -32,6 +32,7 @@ function worker(workerId: string, alive: boolean): WorkerStatus {
     workerId,
     lastHeartbeatAt: '2026-01-01T00:00:00.000Z',
     heartbeatAgeMs: 0,
+    heartbeat: 1,
     alive,
     startedAt: null,
     leases: [],

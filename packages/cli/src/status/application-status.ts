@@ -6,6 +6,7 @@ import {
   parentLeaseKeysOf,
   streamIdentifierOfLeaseKey,
 } from '@kcl/shard-graph';
+import type { StreamPresence } from './stream-presence.js';
 
 /**
  * - `owned`: a live worker holds the lease.
@@ -61,7 +62,8 @@ export type ProblemKind =
   | 'handoff-in-progress'
   | 'hash-range-hole'
   | 'unreadable-lease'
-  | 'unknown-owner';
+  | 'unknown-owner'
+  | 'deleted-stream';
 
 export interface StatusProblem {
   readonly kind: ProblemKind;
@@ -88,6 +90,8 @@ export interface StatusInput {
   readonly now: number;
   /** A worker whose last heartbeat is older than this is taken as gone. */
   readonly workerExpiryMs: number;
+  /** Whether the streams of the leases still exist, when Kinesis was asked (`checkStreamPresence`). */
+  readonly streams?: readonly StreamPresence[];
 }
 
 /**
@@ -161,6 +165,7 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
     });
   }
   problems.push(...coverageProblems(leases));
+  problems.push(...streamProblems(leases, input.streams ?? []));
 
   const workerStatuses = [...workers.values()]
     .sort((a, b) => a.workerId.localeCompare(b.workerId))
@@ -275,6 +280,24 @@ function coverageProblems(leases: readonly Lease[]): StatusProblem[] {
     }
   }
   return problems;
+}
+
+/** Leases of streams that no longer exist: nobody reads them again; `kcl forget-stream` removes them. */
+function streamProblems(leases: readonly Lease[], streams: readonly StreamPresence[]): StatusProblem[] {
+  return streams
+    .filter((entry) => entry.presence === 'deleted' || entry.presence === 'recreated')
+    .map((entry) => {
+      const count = leases.filter((lease) => streamOf(lease) === entry.stream).length;
+      return {
+        kind: 'deleted-stream' as const,
+        leaseKey: null,
+        message: `stream ${entry.stream} ${entry.presence === 'deleted' ? 'no longer exists' : 'was deleted (a stream of that name was created again since)'}; ${count} of its leases remain: kcl forget-stream --stream ${entry.stream} removes them`,
+      };
+    });
+}
+
+function streamOf(lease: Lease): string | null {
+  return lease.streamIdentifier ?? streamIdentifierOfLeaseKey(lease.leaseKey) ?? null;
 }
 
 function sum(values: readonly number[]): number {

@@ -11,22 +11,32 @@ export interface KclRun {
   readonly stderr: string;
 }
 
-/** Runs `kcl` inside the test process with these arguments, no terminal. */
+/**
+ * Runs `kcl` inside the test process with these arguments, no terminal. `until` sees the output so far
+ * after each write and ends the run (as Ctrl-C does) when it returns true.
+ */
 export async function kcl(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
+  until?: (stdout: string) => boolean,
 ): Promise<KclRun> {
   let stdout = '';
   let stderr = '';
+  const interrupt = new AbortController();
   const code = await runKcl(
     ['node', 'kcl', ...args],
     {
-      stdout: { write: (text: string) => (stdout += text) },
+      stdout: {
+        write: (text: string) => {
+          stdout += text;
+          if (until?.(stdout) === true) interrupt.abort();
+        },
+      },
       stderr: { write: (text: string) => (stderr += text), isTTY: false },
       stdin: Readable.from([]),
       env: { ...env },
     },
-    new AbortController().signal,
+    interrupt.signal,
   );
   return { code, stdout, stderr };
 }
