@@ -46,6 +46,15 @@ describe('planReset', () => {
     ]);
   });
 
+  it('writes again a lease an interrupted reset left with its placeholder owner', () => {
+    const left = leaseFromInit({
+      leaseKey: 'shardId-3',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+      owner: 'kcl-cli:reset',
+    });
+    expect(planReset([left], { kind: 'LATEST' }).leases[0]?.action).toBe('reset');
+  });
+
   it('selects shards by id and reports those without a lease', () => {
     const plan = planReset(leases, { kind: 'timestamp', timestamp: new Date('2026-01-01T00:00:00Z') }, [
       'shardId-1',

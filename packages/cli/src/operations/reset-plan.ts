@@ -1,5 +1,6 @@
 import type { Lease } from '@kcl/core';
 import { ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { RESET_OWNER } from './reset-leases.js';
 
 /** Where `kcl reset --to` moves checkpoints. */
 export type ResetTarget =
@@ -100,7 +101,9 @@ export function planReset(
         reason: 'finished: nothing after its end to skip to',
       };
     }
-    const same = lease.checkpoint.equals(checkpoint) && lease.pendingCheckpoint === null;
+    // A lease an interrupted reset left with its placeholder owner is written again (and released).
+    const same =
+      lease.checkpoint.equals(checkpoint) && lease.pendingCheckpoint === null && lease.owner !== RESET_OWNER;
     return { ...base, action: same ? 'unchanged' : 'reset', reason: null };
   });
   const found = new Set(planned.flatMap((entry) => [entry.leaseKey, shardIdOfLeaseKey(entry.leaseKey)]));
