@@ -92,7 +92,8 @@ describe('applicationStatus', () => {
       status.workers.map((entry) => [entry.workerId, entry.alive, entry.leases, entry.recordsPerSecond]),
     ).toEqual([
       ['live', true, ['b', 'f'], 10],
-      ['stale', false, ['c'], 10],
+      // A gone worker's last published rates are not shown as current.
+      ['stale', false, ['c'], 0],
     ]);
   });
 

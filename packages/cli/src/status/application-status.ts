@@ -148,8 +148,9 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
       leaseCounter: lease.leaseCounter,
       checkpoint: lease.checkpoint.toString(),
       millisBehindLatest: state === 'finished' ? 0 : (figures?.millisBehindLatest ?? null),
-      recordsPerSecond: figures?.recordsPerSecond ?? null,
-      bytesPerSecond: figures?.bytesPerSecond ?? null,
+      // A gone owner's last rates are not its rates now; its last lag is still the best known.
+      recordsPerSecond: state === 'expired' ? null : (figures?.recordsPerSecond ?? null),
+      bytesPerSecond: state === 'expired' ? null : (figures?.bytesPerSecond ?? null),
       lastCheckpointAt: figures?.lastCheckpointAt?.toISOString() ?? null,
       parentLeaseKeys: parents,
       childLeaseKeys: [...childKeys].sort(),
@@ -173,7 +174,9 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
       const published = decodeLeaseFigures(record.metadata[LEASE_FIGURES_METADATA_KEY]);
       const held = leases.filter((lease) => lease.owner === record.workerId).map((lease) => lease.leaseKey);
       const heldSet = new Set(held);
-      const mine = (published?.leases ?? []).filter((figures) => heldSet.has(figures.leaseKey));
+      const mine = alive(record.workerId)
+        ? (published?.leases ?? []).filter((figures) => heldSet.has(figures.leaseKey))
+        : [];
       return {
         workerId: record.workerId,
         lastHeartbeatAt: record.lastHeartbeatAt.toISOString(),
