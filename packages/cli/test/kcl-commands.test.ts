@@ -15,7 +15,7 @@ import {
   MAX_HASH_KEY,
 } from '@kcl/core';
 import { openLeaseStore } from '@kcl/stores';
-import { checkService } from '@kcl/testkit';
+import { checkService, startDynalite } from '@kcl/testkit';
 import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ApplicationStatus } from '../src/index.js';
@@ -33,9 +33,11 @@ const postgres = await checkService(
 );
 
 const directory = mkdtempSync(join(tmpdir(), 'kcl-cli-'));
+const dynalite = await startDynalite();
 const postgresTable = `kcl_cli_${randomBytes(4).toString('hex')}`;
 afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
+  await dynalite.stop();
   if (postgres.available) {
     const client = new pg.Client({ connectionString: POSTGRES_URL });
     await client.connect();
@@ -48,6 +50,11 @@ afterAll(async () => {
 const STORES = [
   { name: 'SQLite', url: `sqlite:${join(directory, 'leases.db')}`, available: true },
   { name: 'PostgreSQL', url: `${POSTGRES_URL}?table=${postgresTable}`, available: postgres.available },
+  {
+    name: 'DynamoDB (dynalite)',
+    url: `dynamo://kcl-cli-leases?layout=shared&region=${dynalite.region}&endpoint=${encodeURIComponent(dynalite.endpoint)}`,
+    available: true,
+  },
 ];
 
 const HALF = MAX_HASH_KEY / 2n;
