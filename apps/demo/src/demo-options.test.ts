@@ -38,9 +38,19 @@ describe('parseDemoOptions', () => {
         keys: 150,
         tty: false,
         keep: true,
+        dashboardPort: null,
         help: false,
       },
     });
+  });
+
+  it('serves the dashboard on a port with --dashboard', () => {
+    expect(parseDemoOptions(['--dashboard'])).toMatchObject({ ok: true, options: { dashboardPort: 8080 } });
+    expect(parseDemoOptions(['--dashboard-port', '0'])).toMatchObject({
+      ok: true,
+      options: { dashboardPort: 0 },
+    });
+    expect(parseDemoOptions(['--dashboard-port', 'x'])).toMatchObject({ ok: false });
   });
 
   it('accepts -h and --help', () => {

@@ -23,6 +23,8 @@ export interface DemoOptions {
   readonly tty: boolean | null;
   /** Keep the run directory (SQLite file, what each worker processed) instead of removing it. */
   readonly keep: boolean;
+  /** Serve the lease dashboard (`kcl dashboard`) on this port while the demo runs; null: not. */
+  readonly dashboardPort: number | null;
   readonly help: boolean;
 }
 
@@ -37,8 +39,12 @@ export const DEMO_DEFAULTS: DemoOptions = {
   keys: 200,
   tty: null,
   keep: false,
+  dashboardPort: null,
   help: false,
 };
+
+/** The port `--dashboard` serves on unless `--dashboard-port` says otherwise. */
+export const DEFAULT_DASHBOARD_PORT = 8080;
 
 export const DEMO_LIMITS = {
   durationSeconds: { min: 20, max: 3_600 },
@@ -75,6 +81,8 @@ options:
   --keys <n>             distinct partition keys of each stream (default ${DEMO_DEFAULTS.keys}, ${DEMO_LIMITS.keys.min}–${DEMO_LIMITS.keys.max})
   --no-tty               plain timestamped lines instead of a live view (automatic when stdout is not a terminal)
   --keep                 keep the run directory (SQLite file, what each worker processed) and print its path
+  --dashboard            serve the live lease dashboard (kcl dashboard) while the demo runs, and print its URL
+  --dashboard-port <n>   its port (default ${DEFAULT_DASHBOARD_PORT}; 0: any free port)
   -h, --help             show this help
 
 exit status: 0 when nothing was lost and every key stayed in order, 1 otherwise, 2 for invalid options.`;
@@ -92,8 +100,9 @@ const STRING_OPTIONS = [
   'postgres-url',
   'rate',
   'keys',
+  'dashboard-port',
 ] as const;
-const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'help'] as const;
+const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'dashboard', 'help'] as const;
 
 /** Parses the demo's command line; every problem is reported at once. */
 export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
@@ -121,6 +130,8 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       keys: { type: 'string' },
       'no-tty': { type: 'boolean' },
       keep: { type: 'boolean' },
+      dashboard: { type: 'boolean' },
+      'dashboard-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: false,
@@ -201,6 +212,14 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
         `use --rate ${WRITE_LIMIT_PER_SHARD * shardsInAll} or less, or more --shards`,
     );
 
+  let dashboardPort: number | null = values.dashboard === true ? DEFAULT_DASHBOARD_PORT : null;
+  const portText = text('dashboard-port');
+  if (portText !== undefined) {
+    if (!/^\d+$/.test(portText) || Number(portText) > 65_535)
+      problems.push(`--dashboard-port must be a port number from 0 to 65535 (got "${portText}")`);
+    else dashboardPort = Number(portText);
+  }
+
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -215,6 +234,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       keys,
       tty: values['no-tty'] === true ? false : null,
       keep: values.keep === true,
+      dashboardPort,
       help: values.help === true,
     },
   };

@@ -4,8 +4,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startDashboard } from '@kcl/cli';
 import { type Clock, systemClock } from '@kcl/core';
-import type { LeaseStoreLocation } from '@kcl/stores';
+import { type LeaseStoreLocation, openLeaseStore } from '@kcl/stores';
 import { type RunningEmulator, startKinesisLocal } from '@kcl/testkit';
 import type { Cleanup } from './cleanup.js';
 import type { DemoOptions } from './demo-options.js';
@@ -198,6 +199,8 @@ class DemoRun {
       Promise.all(workerIds.map((workerId) => fleet.spawn(workerId))),
     );
 
+    if (options.dashboardPort !== null) await this.#serveDashboard(store.location, options.dashboardPort);
+
     // The script clock starts with the producer, and gets what the startup left of --duration.
     const scriptStartedAt = preciseNow();
     this.#scriptStartedAt = scriptStartedAt;
@@ -329,6 +332,21 @@ class DemoRun {
       done.abort();
       await ticker;
     }
+  }
+
+  /** `--dashboard`: the lease dashboard of `kcl dashboard`, on the fleet's store, until the demo ends. */
+  async #serveDashboard(location: LeaseStoreLocation, port: number): Promise<void> {
+    const store = await openLeaseStore(location, { applicationName: APPLICATION_NAME });
+    this.#cleanup.add('close the dashboard store', () => store.close());
+    const dashboard = await startDashboard({
+      store,
+      port,
+      intervalMs: 1_000,
+      // Workers heartbeat every renew interval; one silent for a lease expiry is gone.
+      workerExpiryMs: this.#timing.leaseExpiryMs,
+    });
+    this.#cleanup.add('stop the dashboard', () => dashboard.stop(), { early: true });
+    this.#view.print(`  the lease dashboard: ${dashboard.url}`);
   }
 
   #startFleet(

@@ -277,5 +277,18 @@ describe('the published packages, installed with npm outside the workspace', () 
     // The restart began after the checkpoints: nothing of the first batch came again.
     expect(printedData(second.output()).filter((data) => firstBatch.includes(data))).toEqual([]);
     expect(printedData(second.output()).sort()).toEqual([...secondBatch].sort());
+
+    // The installed kcl binary (@kcl/cli) reads the lease table the consumer left.
+    const status = JSON.parse(
+      run(
+        join(scratch, 'node_modules/.bin/kcl'),
+        ['status', '--app', 'billing', '--store', 'sqlite:leases.db', '--json'],
+        scratch,
+      ),
+    ) as { shards: Array<{ leaseKey: string; owner: string | null }> };
+    expect(status.shards.map((shard) => [shard.leaseKey, shard.owner])).toEqual([
+      ['shardId-000000000000', null],
+      ['shardId-000000000001', null],
+    ]);
   });
 });

@@ -8,7 +8,14 @@ import type {
   RandomSource,
   WorkerRecord,
 } from '@kcl/core';
-import { ApplicationMigratedError, isLeaseComplete, jitter, KclError, untilAborted } from '@kcl/core';
+import {
+  ApplicationMigratedError,
+  isLeaseComplete,
+  jitter,
+  KclError,
+  LEASE_FIGURES_METADATA_KEY,
+  untilAborted,
+} from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import { linkSignals } from './abort-link.js';
 import { Backoff } from './backoff.js';
@@ -22,6 +29,7 @@ import { LeaseKeeper } from './leases/lease-keeper.js';
 import type { LeasePlanner } from './leases/lease-planner.js';
 import { runRenewalLoop } from './leases/renewal-loop.js';
 import { SessionLiveness } from './leases/session-liveness.js';
+import { LeaseFigureTracker } from './metrics/lease-figure-tracker.js';
 import type { WorkerMetrics } from './metrics/worker-metrics.js';
 import { Mutex } from './mutex.js';
 import type { ProcessingErrorHandler, RecordProcessorFactory } from './processing/record-processor.js';
@@ -110,6 +118,10 @@ export class Worker {
   #warnedUnaccepted = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
   #heartbeating: Promise<void> = Promise.resolve();
+  /** What the heartbeat publishes about each held lease (throughput, lag, last checkpoint). */
+  readonly #figures: LeaseFigureTracker;
+  /** When the worker started (the wall clock), published with every heartbeat. */
+  #startedAt = '';
 
   constructor(deps: WorkerDependencies) {
     this.#deps = deps;
@@ -165,6 +177,8 @@ export class Worker {
             onDead: () => this.#wake.abort(),
           })
         : null;
+    const figures = new LeaseFigureTracker(deps.clock);
+    this.#figures = figures;
     this.#consumers = new ShardConsumers({
       keeper: this.#keeper,
       store: deps.store,
@@ -175,8 +189,12 @@ export class Worker {
       clock: deps.clock,
       random: deps.random,
       logger: deps.logger,
-      emit: deps.emit,
+      emit: (event) => {
+        if (event.type === 'checkpoint-written') figures.checkpointed(event.leaseKey);
+        deps.emit(event);
+      },
       metrics: deps.metrics,
+      figures,
     });
   }
 
@@ -276,9 +294,8 @@ export class Worker {
       await this.#liveness.attach(this.#starting.signal);
       proceed();
     }
-    await store.workers.heartbeat(this.workerId, {
-      startedAt: new Date(this.#deps.clock.now()).toISOString(),
-    });
+    this.#startedAt = new Date(this.#deps.clock.now()).toISOString();
+    await store.workers.heartbeat(this.workerId, this.#heartbeatMetadata());
     proceed();
     const listed = await this.#streams.sync(this.#starting.signal).then(
       () => null,
@@ -660,11 +677,19 @@ export class Worker {
 
   #heartbeat(): Promise<void> {
     if (this.#leaving) return Promise.resolve();
-    this.#heartbeating = this.#deps.store.workers.heartbeat(this.workerId).then(
+    this.#heartbeating = this.#deps.store.workers.heartbeat(this.workerId, this.#heartbeatMetadata()).then(
       () => undefined,
       (error: unknown) => this.#storeError('heartbeat', error),
     );
     return this.#heartbeating;
+  }
+
+  /** What the registry shows about this worker: its start, and the figures of the leases it holds. */
+  #heartbeatMetadata(): Record<string, string> {
+    return {
+      startedAt: this.#startedAt,
+      [LEASE_FIGURES_METADATA_KEY]: this.#figures.publish(this.#keeper.held().map((held) => held.leaseKey)),
+    };
   }
 
   /**

@@ -1,4 +1,9 @@
-import { ExtendedSequenceNumber, type KclEvent } from '@kcl/core';
+import {
+  decodeLeaseFigures,
+  ExtendedSequenceNumber,
+  type KclEvent,
+  LEASE_FIGURES_METADATA_KEY,
+} from '@kcl/core';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '@kcl/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConsumer, type KinesisRecord, type RecordProcessor } from '../src/index.js';
@@ -76,5 +81,63 @@ describe('a single consumer', () => {
     expect(events.filter((event) => event.type === 'lease-released')).toHaveLength(2);
     expect(consumer.status().state).toBe('stopped');
     expect(ExtendedSequenceNumber.LATEST.isBefore(leases[0]!.checkpoint)).toBe(true);
+  });
+});
+
+describe('the heartbeat', () => {
+  it("publishes each held lease's figures: lag, last checkpoint time, throughput", async () => {
+    const streamName = 'heartbeat-figures';
+    await createStream(kinesis.client, streamName, 1);
+    const store = createMemoryLeaseStore({ applicationName: 'app-figures', table: new MemoryLeaseTable() });
+    let processed = 0;
+    const consumer = createConsumer({
+      streamName,
+      applicationName: 'app-figures',
+      workerId: 'worker-1',
+      kinesis: kinesis.newClient(),
+      leaseStore: store,
+      initialPosition: 'TRIM_HORIZON',
+      ...fast,
+      processor: (): RecordProcessor => ({
+        async processRecords({ records, checkpointer }) {
+          processed += records.length;
+          await checkpointer.checkpoint();
+        },
+      }),
+    });
+    await consumer.start();
+    try {
+      const published = async () => {
+        const [worker] = await store.workers.list();
+        return decodeLeaseFigures(worker?.metadata[LEASE_FIGURES_METADATA_KEY])?.leases ?? [];
+      };
+      let busiest = 0;
+      for (let round = 0; round < 5; round++) {
+        await putRecords(
+          kinesis.client,
+          streamName,
+          Array.from({ length: 50 }, (_, index) => ({
+            partitionKey: `k${index}`,
+            data: `r${round}-${index}`,
+          })),
+        );
+        await until(() => processed >= (round + 1) * 50, 20_000, `round ${round} processed`);
+        busiest = Math.max(busiest, ...(await published()).map((figures) => figures.recordsPerSecond));
+      }
+      await until(
+        async () => {
+          const [figures] = await published();
+          return figures?.millisBehindLatest !== null && figures?.lastCheckpointAt !== null;
+        },
+        5_000,
+        'the figures of the lease in the worker registry',
+      );
+      const [figures] = await published();
+      expect(figures?.leaseKey).toBe('shardId-000000000000');
+      expect(figures?.lastCheckpointAt?.getTime()).toBeGreaterThan(Date.now() - 60_000);
+      expect(busiest).toBeGreaterThan(0);
+    } finally {
+      await consumer.stop();
+    }
   });
 });

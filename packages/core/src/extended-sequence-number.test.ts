@@ -63,6 +63,20 @@ describe('ExtendedSequenceNumber', () => {
     expect(ExtendedSequenceNumber.tryOf(value, sub)).toBeNull();
   });
 
+  it('carries a timestamp on AT_TIMESTAMP, through of() as stores read it back', () => {
+    const time = new Date('2026-03-04T05:06:07.089Z');
+    const position = ExtendedSequenceNumber.atTimestamp(time);
+    expect(position.sentinel).toBe('AT_TIMESTAMP');
+    expect(position.timestamp).toEqual(time);
+    expect(position.toString()).toBe('AT_TIMESTAMP 2026-03-04T05:06:07.089Z');
+    const stored = of(position.sequenceNumber, position.subSequenceNumber);
+    expect(stored.equals(position)).toBe(true);
+    expect(stored.timestamp).toEqual(time);
+    expect(stored.isBefore(of('TRIM_HORIZON'))).toBe(true);
+    expect(ExtendedSequenceNumber.AT_TIMESTAMP.timestamp).toBeNull();
+    expect(() => ExtendedSequenceNumber.atTimestamp(new Date('nope'))).toThrow(InvalidSequenceNumberError);
+  });
+
   it('names the bad value and the accepted forms in the error', () => {
     expect(() => of('abc')).toThrow(/"abc" is not a sequence number: expected a decimal string/);
   });

@@ -63,6 +63,9 @@ export class ExtendedSequenceNumber {
       );
     }
     if (isSentinelCheckpoint(sequenceNumber)) {
+      if (sequenceNumber === 'AT_TIMESTAMP' && subSequenceNumber !== 0) {
+        return new ExtendedSequenceNumber(sequenceNumber, subSequenceNumber);
+      }
       if (subSequenceNumber !== 0) {
         throw new InvalidSequenceNumberError(
           sequenceNumber,
@@ -75,6 +78,23 @@ export class ExtendedSequenceNumber {
       throw new InvalidSequenceNumberError(sequenceNumber);
     }
     return new ExtendedSequenceNumber(sequenceNumber, subSequenceNumber);
+  }
+
+  /**
+   * AT_TIMESTAMP with its own timestamp: reading resumes at the first record at or after `timestamp`
+   * (the `kcl reset --to <time>` of a lease). The time is kept as the sub-sequence number (epoch
+   * milliseconds), so every store carries it without a column of its own; a plain AT_TIMESTAMP
+   * (sub-sequence number 0) uses the application's initial timestamp instead, as the Java KCL does.
+   */
+  static atTimestamp(timestamp: Date): ExtendedSequenceNumber {
+    const time = timestamp instanceof Date ? timestamp.getTime() : Number.NaN;
+    if (!Number.isSafeInteger(time) || time <= 0) {
+      throw new InvalidSequenceNumberError(
+        'AT_TIMESTAMP',
+        `${String(timestamp)} is not a valid time after 1970`,
+      );
+    }
+    return new ExtendedSequenceNumber('AT_TIMESTAMP', time);
   }
 
   /** Like `of`, but returns `null` instead of throwing. */
@@ -97,6 +117,13 @@ export class ExtendedSequenceNumber {
 
   get isShardEnd(): boolean {
     return this.sequenceNumber === 'SHARD_END';
+  }
+
+  /** The time of an AT_TIMESTAMP position that carries its own (`atTimestamp`); null otherwise. */
+  get timestamp(): Date | null {
+    return this.sequenceNumber === 'AT_TIMESTAMP' && this.subSequenceNumber !== 0
+      ? new Date(this.subSequenceNumber)
+      : null;
   }
 
   /** The sentinel name, or null for a real sequence number. */
@@ -129,6 +156,8 @@ export class ExtendedSequenceNumber {
 
   /** `49590338271490256608559692538361571095921575989136588898` or `…898/3` with a sub-sequence number. */
   toString(): string {
+    const timestamp = this.timestamp;
+    if (timestamp !== null) return `AT_TIMESTAMP ${timestamp.toISOString()}`;
     return this.subSequenceNumber === 0
       ? this.sequenceNumber
       : `${this.sequenceNumber}/${this.subSequenceNumber}`;

@@ -64,6 +64,13 @@ export {
   shardIdOfLeaseKey,
   uniqueSorted,
 } from './lease.js';
+export type { LeaseFigures, PublishedLeaseFigures } from './lease-figures.js';
+export {
+  decodeLeaseFigures,
+  encodeLeaseFigures,
+  LEASE_FIGURES_MAX_LENGTH,
+  LEASE_FIGURES_METADATA_KEY,
+} from './lease-figures.js';
 export type {
   CheckpointUpdate,
   LeaseBatchWriteResult,

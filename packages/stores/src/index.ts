@@ -2,6 +2,7 @@ export type { LeaseStoreKind, LeaseStoreLocation, LeaseStoreOptionNames } from '
 export {
   checkLeaseStoreLocation,
   describeLeaseStoreLocation,
+  isLocalEndpoint,
   LEASE_STORE_URL_FORMS,
   leaseStoreLocationProblems,
   parseLeaseStoreUrl,

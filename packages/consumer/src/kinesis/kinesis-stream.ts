@@ -31,7 +31,8 @@ export type IteratorPosition =
 /**
  * Where reading a shard starts, from its lease's checkpoint: a sentinel as it says (a lease at
  * SHARD_END reads from the start), a sequence number at that record (the records up to the checkpoint
- * are dropped before delivery). AT_TIMESTAMP needs the application's initial timestamp; without one
+ * are dropped before delivery). AT_TIMESTAMP reads from the time it carries, or else from the
+ * application's initial timestamp; without one
  * the shard is read from TRIM_HORIZON, and `onNoTimestamp` is told.
  */
 export function startPositionOf(
@@ -45,6 +46,8 @@ export function startPositionOf(
     case 'LATEST':
       return { type: 'LATEST' };
     case 'AT_TIMESTAMP':
+      // A lease reset to a time (`kcl reset --to <time>`) carries its own.
+      if (checkpoint.timestamp !== null) return { type: 'AT_TIMESTAMP', timestamp: checkpoint.timestamp };
       if (initialTimestamp === null) {
         onNoTimestamp();
         return { type: 'TRIM_HORIZON' };

@@ -2,6 +2,7 @@ import type { LeaseHandoff } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import type { StreamReader } from '../kinesis/kinesis-stream.js';
 import type { HeldLease } from '../leases/held-lease.js';
+import type { LeaseFigureTracker } from '../metrics/lease-figure-tracker.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import type { ConsumedStream } from '../streams/stream-options.js';
 import { ShardConsumer, type ShardConsumerContext, type ShardConsumerState } from './shard-consumer.js';
@@ -28,6 +29,8 @@ export interface StreamBinding {
 
 export interface ShardConsumersOptions extends Omit<ShardConsumerContext, 'stream' | 'consumedStream'> {
   readonly metrics: WorkerMetrics;
+  /** Per-lease figures for the heartbeat, fed by the same batch reports as the metrics. */
+  readonly figures?: LeaseFigureTracker;
   /** The stream of a lease; null for a lease this worker cannot read (it is released). */
   readonly streamOf: (leaseKey: string) => StreamBinding | null;
 }
@@ -118,7 +121,10 @@ export class ShardConsumers {
       random: options.random,
       logger,
       emit: options.emit,
-      onBatch: (report) => metrics.batch(report),
+      onBatch: (report) => {
+        metrics.batch(report);
+        options.figures?.batch(report);
+      },
       onGetRecords: (durationMs, records) => metrics.getRecords(durationMs, records),
       onSubscribed: (durationMs) => metrics.subscribed(leaseKey, durationMs),
       onSubscriptionEvent: () => metrics.subscriptionEvent(leaseKey),

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import type { WorkerStatus } from '../status/application-status.js';
+import { HeartbeatWatch } from './heartbeat-watch.js';
+
+const worker = (workerId: string, heartbeat: number, alive = true): WorkerStatus => ({
+  workerId,
+  lastHeartbeatAt: '2026-01-01T00:00:00.000Z',
+  heartbeatAgeMs: 0,
+  heartbeat,
+  alive,
+  startedAt: null,
+  leases: [],
+  recordsPerSecond: 0,
+  bytesPerSecond: 0,
+  figuresOmitted: 0,
+});
+
+describe('HeartbeatWatch', () => {
+  it('judges a worker gone once its counter is still for longer than its usual gap, on the observer clock', () => {
+    const watch = new HeartbeatWatch(100);
+    watch.observe([worker('a', 1, false)], 0);
+    // Before two changes were seen, the registry's judgement stands.
+    expect(watch.alive('a')).toBe(false);
+    watch.observe([worker('a', 2)], 300);
+    watch.observe([worker('a', 3)], 600);
+    watch.observe([worker('a', 3)], 900);
+    expect(watch.alive('a')).toBe(true);
+    watch.observe([worker('a', 3)], 1_001);
+    expect(watch.alive('a')).toBe(false);
+    watch.observe([worker('a', 4)], 1_100);
+    expect(watch.alive('a')).toBe(true);
+    watch.observe([], 1_200);
+    expect(watch.alive('a')).toBe(false);
+  });
+});

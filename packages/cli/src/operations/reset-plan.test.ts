@@ -1,0 +1,68 @@
+import { ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
+import { describe, expect, it } from 'vitest';
+import { parseResetTarget, planReset } from './reset-plan.js';
+
+const leases = [
+  leaseFromInit({ leaseKey: 'shardId-0', checkpoint: ExtendedSequenceNumber.SHARD_END }),
+  leaseFromInit({ leaseKey: 'shardId-1', checkpoint: ExtendedSequenceNumber.of('10'), owner: 'w' }),
+  leaseFromInit({ leaseKey: 'shardId-2', checkpoint: ExtendedSequenceNumber.LATEST }),
+];
+
+describe('parseResetTarget', () => {
+  it.each([
+    ['TRIM_HORIZON', { kind: 'TRIM_HORIZON' }],
+    ['latest', { kind: 'LATEST' }],
+    [
+      '4959033827149025660855969253836157109592157598',
+      { kind: 'sequence', sequenceNumber: '4959033827149025660855969253836157109592157598' },
+    ],
+    ['2026-03-01T12:00:00Z', { kind: 'timestamp', timestamp: new Date('2026-03-01T12:00:00Z') }],
+    ['2026-03-01T12:00:00.250+02:00', { kind: 'timestamp', timestamp: new Date('2026-03-01T10:00:00.250Z') }],
+  ])('reads %s', (value, expected) => {
+    expect(parseResetTarget(value)).toEqual(expected);
+  });
+
+  it.each(['', 'yesterday', '2026-03-01', '2026-13-45T99:00:00Z', '-5'])('rejects %j', (value) => {
+    expect(parseResetTarget(value)).toBeNull();
+  });
+});
+
+describe('planReset', () => {
+  it('replays finished shards too (their children wait for them again)', () => {
+    const plan = planReset(leases, { kind: 'TRIM_HORIZON' });
+    expect(plan.leases.map((entry) => [entry.leaseKey, entry.action, entry.to])).toEqual([
+      ['shardId-0', 'reset', 'TRIM_HORIZON'],
+      ['shardId-1', 'reset', 'TRIM_HORIZON'],
+      ['shardId-2', 'reset', 'TRIM_HORIZON'],
+    ]);
+  });
+
+  it('skips to LATEST without reopening finished shards, and leaves those already there', () => {
+    const plan = planReset(leases, { kind: 'LATEST' });
+    expect(plan.leases.map((entry) => [entry.leaseKey, entry.action])).toEqual([
+      ['shardId-0', 'skipped'],
+      ['shardId-1', 'reset'],
+      ['shardId-2', 'unchanged'],
+    ]);
+  });
+
+  it('writes again a lease an interrupted reset left with its placeholder owner', () => {
+    const left = leaseFromInit({
+      leaseKey: 'shardId-3',
+      checkpoint: ExtendedSequenceNumber.LATEST,
+      owner: 'kcl-cli:reset',
+    });
+    expect(planReset([left], { kind: 'LATEST' }).leases[0]?.action).toBe('reset');
+  });
+
+  it('selects shards by id and reports those without a lease', () => {
+    const plan = planReset(leases, { kind: 'timestamp', timestamp: new Date('2026-01-01T00:00:00Z') }, [
+      'shardId-1',
+      'shardId-9',
+    ]);
+    expect(plan.leases.map((entry) => [entry.leaseKey, entry.to])).toEqual([
+      ['shardId-1', 'AT_TIMESTAMP 2026-01-01T00:00:00.000Z'],
+    ]);
+    expect(plan.missing).toEqual(['shardId-9']);
+  });
+});

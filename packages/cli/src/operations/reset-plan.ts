@@ -1,0 +1,115 @@
+import type { Lease } from '@kcl/core';
+import { ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { RESET_OWNER } from './reset-leases.js';
+
+/** Where `kcl reset --to` moves checkpoints. */
+export type ResetTarget =
+  | { readonly kind: 'TRIM_HORIZON' }
+  | { readonly kind: 'LATEST' }
+  | { readonly kind: 'timestamp'; readonly timestamp: Date }
+  | { readonly kind: 'sequence'; readonly sequenceNumber: string };
+
+/**
+ * Reads `--to`: TRIM_HORIZON, LATEST, an ISO 8601 time with a date and a time (`2026-03-01T12:00:00Z`),
+ * or a sequence number (digits). Null when it is none of them.
+ */
+export function parseResetTarget(value: string): ResetTarget | null {
+  const upper = value.trim().toUpperCase();
+  if (upper === 'TRIM_HORIZON') return { kind: 'TRIM_HORIZON' };
+  if (upper === 'LATEST') return { kind: 'LATEST' };
+  if (/^[0-9]+$/.test(value.trim())) return { kind: 'sequence', sequenceNumber: value.trim() };
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(value.trim())) {
+    const time = Date.parse(value.trim());
+    if (Number.isFinite(time) && time > 0) return { kind: 'timestamp', timestamp: new Date(time) };
+  }
+  return null;
+}
+
+export function describeResetTarget(target: ResetTarget): string {
+  switch (target.kind) {
+    case 'TRIM_HORIZON':
+    case 'LATEST':
+      return target.kind;
+    case 'timestamp':
+      return target.timestamp.toISOString();
+    case 'sequence':
+      return `sequence number ${target.sequenceNumber}`;
+  }
+}
+
+/** The checkpoint a reset writes. */
+export function checkpointOfTarget(target: ResetTarget): ExtendedSequenceNumber {
+  switch (target.kind) {
+    case 'TRIM_HORIZON':
+      return ExtendedSequenceNumber.TRIM_HORIZON;
+    case 'LATEST':
+      return ExtendedSequenceNumber.LATEST;
+    case 'timestamp':
+      return ExtendedSequenceNumber.atTimestamp(target.timestamp);
+    case 'sequence':
+      // The checkpoint is the last record processed: reading resumes after it.
+      return ExtendedSequenceNumber.of(target.sequenceNumber);
+  }
+}
+
+export interface PlannedReset {
+  readonly leaseKey: string;
+  readonly owner: string | null;
+  readonly leaseCounter: number;
+  readonly from: string;
+  readonly to: string;
+  /** `reset`: written; `unchanged`: already there; `skipped`: left alone, `reason` says why. */
+  readonly action: 'reset' | 'unchanged' | 'skipped';
+  readonly reason: string | null;
+}
+
+export interface ResetPlan {
+  readonly target: string;
+  readonly leases: readonly PlannedReset[];
+  /** Selected shards that have no lease. */
+  readonly missing: readonly string[];
+}
+
+/**
+ * Which checkpoints a reset changes. Every lease of the selection is reset — finished (SHARD_END)
+ * ones too when replaying (TRIM_HORIZON, a time), so the children wait for their parents again and
+ * records stay in order across a reshard. LATEST leaves finished shards finished (there is nothing
+ * after their end to skip to). A sequence number belongs to one shard: it needs exactly one `--shard`.
+ */
+export function planReset(
+  leases: readonly Lease[],
+  target: ResetTarget,
+  shards: readonly string[] = [],
+): ResetPlan {
+  const selected = new Set(shards);
+  const matches = (lease: Lease): boolean =>
+    selected.size === 0 || selected.has(lease.leaseKey) || selected.has(shardIdOfLeaseKey(lease.leaseKey));
+  const checkpoint = checkpointOfTarget(target);
+  const planned = leases.filter(matches).map((lease): PlannedReset => {
+    const base = {
+      leaseKey: lease.leaseKey,
+      owner: lease.owner,
+      leaseCounter: lease.leaseCounter,
+      from: lease.checkpoint.toString(),
+      to: checkpoint.toString(),
+    };
+    if (target.kind === 'LATEST' && lease.checkpoint.isShardEnd) {
+      return {
+        ...base,
+        to: base.from,
+        action: 'skipped',
+        reason: 'finished: nothing after its end to skip to',
+      };
+    }
+    // A lease an interrupted reset left with its placeholder owner is written again (and released).
+    const same =
+      lease.checkpoint.equals(checkpoint) && lease.pendingCheckpoint === null && lease.owner !== RESET_OWNER;
+    return { ...base, action: same ? 'unchanged' : 'reset', reason: null };
+  });
+  const found = new Set(planned.flatMap((entry) => [entry.leaseKey, shardIdOfLeaseKey(entry.leaseKey)]));
+  return {
+    target: describeResetTarget(target),
+    leases: planned,
+    missing: [...selected].filter((shard) => !found.has(shard)),
+  };
+}

@@ -1,0 +1,55 @@
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
+import type { LeaseStore, StoreCallOptions } from '@kcl/core';
+import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
+import { type ApplicationStatus, applicationStatus } from './application-status.js';
+import { checkStreamPresence } from './stream-presence.js';
+
+/** How old a worker's heartbeat may be before the status takes it as gone: the default lease expiry. */
+export const DEFAULT_WORKER_EXPIRY_MS = 45_001;
+
+export interface ReadStatusOptions extends StoreCallOptions {
+  /** A worker whose last heartbeat is older is taken as gone (default `DEFAULT_WORKER_EXPIRY_MS`). */
+  readonly workerExpiryMs?: number;
+  /** The reader's wall clock (default `Date.now`). */
+  readonly now?: () => number;
+  /**
+   * A Kinesis client in the streams' account and region: the streams of a multi-stream application's
+   * leases are looked up, and leases of deleted streams reported. Without it they are not checked.
+   */
+  readonly kinesis?: Pick<KinesisClient, 'send'>;
+}
+
+/**
+ * Reads an application's lease table and worker registry and returns what `kcl status` shows: shards,
+ * workers and problems (see `applicationStatus`).
+ *
+ * ```ts
+ * const store = await openLeaseStore('sqlite:leases.db', { applicationName: 'billing' });
+ * const status = await readApplicationStatus(store);
+ * for (const shard of status.shards) console.log(shard.leaseKey, shard.owner, shard.millisBehindLatest);
+ * await store.close();
+ * ```
+ */
+export async function readApplicationStatus(
+  store: LeaseStore,
+  options: ReadStatusOptions = {},
+): Promise<ApplicationStatus> {
+  const call = options.signal === undefined ? {} : { signal: options.signal };
+  const [scan, workers] = await Promise.all([store.admin.scan(call), store.workers.list(call)]);
+  const identifiers = scan.leases.flatMap(
+    (lease) => lease.streamIdentifier ?? streamIdentifierOfLeaseKey(lease.leaseKey) ?? [],
+  );
+  const streams =
+    options.kinesis === undefined || identifiers.length === 0
+      ? undefined
+      : await checkStreamPresence(options.kinesis, identifiers);
+  return applicationStatus({
+    ...(streams === undefined ? {} : { streams }),
+    applicationName: store.applicationName,
+    store: store.description,
+    scan,
+    workers,
+    now: (options.now ?? Date.now)(),
+    workerExpiryMs: options.workerExpiryMs ?? DEFAULT_WORKER_EXPIRY_MS,
+  });
+}

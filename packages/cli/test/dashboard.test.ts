@@ -1,0 +1,57 @@
+/** The dashboard server on a SQLite store: the page, and the state it polls, following the store. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ExtendedSequenceNumber } from '@kcl/core';
+import { openLeaseStore } from '@kcl/stores';
+import { waitUntil } from '@kcl/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type DashboardState, startDashboard } from '../src/index.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'kcl-dashboard-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describe('the dashboard server', () => {
+  it('serves the page and a state that follows the lease table, with lease events', async () => {
+    const store = await openLeaseStore(`sqlite:${join(directory, 'leases.db')}`, {
+      applicationName: 'billing',
+    });
+    await store.admin.ensureSchema();
+    const created = await store.leases.create({
+      leaseKey: 'shardId-0',
+      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+    });
+    await store.workers.heartbeat('worker-1');
+    const dashboard = await startDashboard({ store, port: 0, intervalMs: 100 });
+    try {
+      const page = await fetch(dashboard.url);
+      expect(page.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await page.text()).toContain('/api/state');
+      const state = async () => (await (await fetch(`${dashboard.url}api/state`)).json()) as DashboardState;
+      expect((await state()).status?.shards.map((shard) => [shard.leaseKey, shard.state])).toEqual([
+        ['shardId-0', 'unowned'],
+      ]);
+      if (!created.ok) throw new Error('lease not created');
+      await store.leases.take('shardId-0', created.lease.leaseCounter, 'worker-1');
+      await waitUntil(
+        async () => (await state()).events.some((event) => event.kind === 'taken'),
+        5_000,
+        'the taken event',
+      );
+      const latest = await state();
+      expect(latest.status?.shards[0]?.owner).toBe('worker-1');
+      expect(latest.events.at(-1)).toMatchObject({ kind: 'taken', leaseKey: 'shardId-0', to: 'worker-1' });
+      expect(latest.history.length).toBeGreaterThan(1);
+      expect((await fetch(`${dashboard.url}nothing`)).status).toBe(404);
+
+      // A deleted lease (a finished parent after cleanup) stays in the lineage graph, faded.
+      await store.leases.delete('shardId-0');
+      await waitUntil(async () => (await state()).retiredShards.length === 1, 5_000, 'the retired shard');
+      expect((await state()).retiredShards[0]).toMatchObject({ leaseKey: 'shardId-0', owner: 'worker-1' });
+      expect((await state()).events.at(-1)).toMatchObject({ kind: 'deleted', leaseKey: 'shardId-0' });
+    } finally {
+      await dashboard.stop();
+      await store.close();
+    }
+  });
+});
