@@ -376,6 +376,7 @@ async function measure(configuration: Configuration, index: number): Promise<Row
       if (kind === 'kill -9') victim.child.kill('SIGKILL');
       else victim.child.kill('SIGTERM');
       await once(victim.child, 'exit');
+      const exitedMs = now() - startedAt;
       const firstOn = (shard: string, lines: readonly Line[]): number =>
         Math.min(
           ...lines
@@ -414,6 +415,23 @@ async function measure(configuration: Configuration, index: number): Promise<Row
           event.at > startedAt &&
           event.message?.startsWith('workers lost their database session') === true,
       );
+      if (kind === 'graceful stop') {
+        // Where a graceful stop's time goes: the victim's releases, the survivor's takes.
+        const releases = victim.events
+          .filter((event) => event.type === 'lease-released' && event.at > startedAt)
+          .map((event) => Math.round(event.at - startedAt));
+        const takes = survivor.events
+          .filter(
+            (event) =>
+              event.type === 'lease-taken' && event.at > startedAt && leases.includes(event.leaseKey ?? ''),
+          )
+          .map((event) => Math.round(event.at - startedAt));
+        process.stderr.write(
+          `  (graceful stop: released at ${releases.join(', ') || '—'} ms, found without its session ${
+            detected === undefined ? '—' : Math.round(detected.at - startedAt)
+          } ms, taken at ${takes.join(', ') || '—'} ms, its process ended at ${Math.round(exitedMs)} ms)\n`,
+        );
+      }
       await sleep(2_000);
       // Duplicates caused by this event: records processed again after it that had been processed before.
       record({
