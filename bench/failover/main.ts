@@ -426,6 +426,13 @@ async function measure(configuration: Configuration, index: number): Promise<Row
               event.type === 'lease-taken' && event.at > startedAt && leases.includes(event.leaseKey ?? ''),
           )
           .map((event) => Math.round(event.at - startedAt));
+        for (const event of victim.events) {
+          if (event.type === 'log' && event.at > startedAt && event.message !== undefined) {
+            process.stderr.write(
+              `    ${victim.id} at ${Math.round(event.at - startedAt)} ms: ${event.message}\n`,
+            );
+          }
+        }
         process.stderr.write(
           `  (graceful stop: released at ${releases.join(', ') || '—'} ms, found without its session ${
             detected === undefined ? '—' : Math.round(detected.at - startedAt)
