@@ -80,3 +80,38 @@ describe('the hand-off options', () => {
     expect(problems.join('\n')).toContain('handoff');
   });
 });
+
+describe('the exactlyOnce option', () => {
+  const base = {
+    streamName: 'orders',
+    applicationName: 'app',
+    kinesis: { region: 'eu-west-1' },
+    processor: () => ({ processRecords: async () => {} }),
+  };
+
+  it('is refused by createConsumer on a store that cannot checkpoint in a transaction, naming the option and the store', () => {
+    const leaseStore = createMemoryLeaseStore({ applicationName: 'app', table: new MemoryLeaseTable() });
+    let error: unknown;
+    try {
+      createConsumer({ ...base, leaseStore, exactlyOnce: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigurationError.is(error)).toBe(true);
+    const problems = (error as ConfigurationError).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('exactlyOnce');
+    expect(problems[0]).toContain(leaseStore.description);
+    expect(problems[0]).toContain('capabilities.transactionalCheckpoint');
+  });
+
+  it('is accepted on a store that declares transactional checkpoints, and defaults to false', () => {
+    const leaseStore = createMemoryLeaseStore({
+      applicationName: 'app',
+      table: new MemoryLeaseTable(),
+      transactions: true,
+    });
+    expect(resolveConsumerOptions({ ...base, leaseStore, exactlyOnce: true }).exactlyOnce).toBe(true);
+    expect(resolveConsumerOptions({ ...base, leaseStore }).exactlyOnce).toBe(false);
+  });
+});

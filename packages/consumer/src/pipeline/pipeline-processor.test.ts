@@ -53,6 +53,10 @@ class RecordingCheckpointer implements Checkpointer {
   prepareCheckpoint(): Promise<PreparedCheckpointer> {
     throw new Error('not used by the pipeline');
   }
+
+  transaction(): Promise<never> {
+    throw new Error('not used by the pipeline');
+  }
 }
 
 function sequenceOf(index: number): string {
