@@ -38,8 +38,19 @@ describe('parseDemoOptions', () => {
         keys: 150,
         tty: false,
         keep: true,
+        exactlyOnce: false,
         help: false,
       },
+    });
+  });
+
+  it('accepts --exactly-once with the SQLite store only', () => {
+    expect(parseDemoOptions(['--exactly-once'])).toMatchObject({ ok: true, options: { exactlyOnce: true } });
+    expect(parseDemoOptions(['--exactly-once', '--store', 'dynamo-local'])).toEqual({
+      ok: false,
+      problems: [
+        '--exactly-once needs --store sqlite: a DynamoDB lease store cannot checkpoint in the application’s transaction',
+      ],
     });
   });
 

@@ -23,6 +23,11 @@ export interface DemoOptions {
   readonly tty: boolean | null;
   /** Keep the run directory (SQLite file, what each worker processed) instead of removing it. */
   readonly keep: boolean;
+  /**
+   * Exactly-once processing: each worker inserts every batch into an output table of the SQLite lease
+   * store and checkpoints in the same transaction; the verification reads that table.
+   */
+  readonly exactlyOnce: boolean;
   readonly help: boolean;
 }
 
@@ -37,6 +42,7 @@ export const DEMO_DEFAULTS: DemoOptions = {
   keys: 200,
   tty: null,
   keep: false,
+  exactlyOnce: false,
   help: false,
 };
 
@@ -75,6 +81,9 @@ options:
   --keys <n>             distinct partition keys of each stream (default ${DEMO_DEFAULTS.keys}, ${DEMO_LIMITS.keys.min}–${DEMO_LIMITS.keys.max})
   --no-tty               plain timestamped lines instead of a live view (automatic when stdout is not a terminal)
   --keep                 keep the run directory (SQLite file, what each worker processed) and print its path
+  --exactly-once         exactly-once processing (needs --store sqlite): every batch's rows go into the table
+                         demo_output of the SQLite file in the same transaction as its checkpoint, and the
+                         verification counts that table (duplicates 0, even across the kill -9)
   -h, --help             show this help
 
 exit status: 0 when nothing was lost and every key stayed in order, 1 otherwise, 2 for invalid options.`;
@@ -93,7 +102,7 @@ const STRING_OPTIONS = [
   'rate',
   'keys',
 ] as const;
-const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'help'] as const;
+const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'exactly-once', 'help'] as const;
 
 /** Parses the demo's command line; every problem is reported at once. */
 export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
@@ -121,6 +130,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       keys: { type: 'string' },
       'no-tty': { type: 'boolean' },
       keep: { type: 'boolean' },
+      'exactly-once': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: false,
@@ -187,6 +197,14 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     else problems.push(`--postgres-url must be a postgres:// URL (got "${urlText}")`);
   }
 
+  const exactlyOnce = values['exactly-once'] === true;
+  if (exactlyOnce && store !== 'sqlite')
+    problems.push(
+      store === 'dynamo-local'
+        ? '--exactly-once needs --store sqlite: a DynamoDB lease store cannot checkpoint in the application’s transaction'
+        : '--exactly-once needs --store sqlite: the demo keeps its output table in the SQLite lease store (an application does the same on PostgreSQL)',
+    );
+
   const shardsInAll = streams * shards;
   const shardCount = `${shards} shard${shards === 1 ? '' : 's'}`;
   if (shardsInAll > MAX_SHARDS_IN_ALL)
@@ -215,6 +233,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       keys,
       tty: values['no-tty'] === true ? false : null,
       keep: values.keep === true,
+      exactlyOnce,
       help: values.help === true,
     },
   };
