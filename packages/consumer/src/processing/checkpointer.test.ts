@@ -340,6 +340,22 @@ describe('ShardCheckpointer.transaction', () => {
     expect((await store.leases.get('shard-1'))?.owner).toBe('me');
   });
 
+  it('refuses a checkpointer call inside the work at once instead of waiting for the transaction', async () => {
+    const { checkpointer, store, output, insert } = await transactional();
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await checkpointer.checkpoint();
+      }),
+    ).rejects.toThrow(/inside checkpointer.transaction/);
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+    // Afterwards the checkpointer works as before.
+    await checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'b'));
+    expect(output).toEqual(['b']);
+  });
+
   it('fails with a ConfigurationError on a store without transactional checkpoints', async () => {
     const { checkpointer } = await setup();
     checkpointer.beginDelivery(esn('300'));

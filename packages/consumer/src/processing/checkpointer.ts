@@ -59,6 +59,8 @@ export class ShardCheckpointer implements Checkpointer {
   #largestRecord: ExtendedSequenceNumber;
   /** `#largestPermitted` when the shard ended: a checkpoint from the last record up to it means SHARD_END. */
   #positionAtShardEnd: ExtendedSequenceNumber | null = null;
+  /** A transaction's work is running (`transaction`): the other calls would wait for it. */
+  #workRunning = false;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
@@ -138,6 +140,8 @@ export class ShardCheckpointer implements Checkpointer {
   }
 
   checkpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<void> {
+    const refused = this.#refuseInsideTransaction('checkpoint');
+    if (refused !== null) return Promise.reject(refused);
     return this.#mutex.run(async () => {
       const target = this.#resolve(sequenceNumber, subSequenceNumber);
       if (target.equals(this.#lastCheckpoint)) return;
@@ -161,6 +165,8 @@ export class ShardCheckpointer implements Checkpointer {
   }
 
   prepareCheckpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<PreparedCheckpointer> {
+    const refused = this.#refuseInsideTransaction('prepareCheckpoint');
+    if (refused !== null) return Promise.reject(refused);
     return this.#mutex.run(async () => {
       const target = this.#resolve(sequenceNumber, subSequenceNumber);
       if (!target.equals(this.#lastCheckpoint)) await this.#write(this.#lastCheckpoint, target);
@@ -174,7 +180,21 @@ export class ShardCheckpointer implements Checkpointer {
   transaction<Transaction = unknown, T = void>(
     work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
   ): Promise<T> {
+    const refused = this.#refuseInsideTransaction('transaction');
+    if (refused !== null) return Promise.reject(refused);
     return this.#mutex.run(() => this.#transaction(work));
+  }
+
+  /**
+   * A checkpointer call made while a transaction's work runs would wait for that transaction, which
+   * waits for the work: refused at once. (Calls to one processor never overlap, and the pipeline's
+   * checkpoints take turns with its transactions, so such a call comes from inside the work.)
+   */
+  #refuseInsideTransaction(call: string): InvalidCheckpointError | null {
+    if (!this.#workRunning) return null;
+    return new InvalidCheckpointError(
+      `@kcl/consumer: lease ${this.#options.held.leaseKey}: ${call}() was called inside checkpointer.transaction, where it would wait for the transaction forever; set the transaction's checkpoint with the second argument of its work (checkpoint.checkpointRecord(record))`,
+    );
   }
 
   /**
@@ -232,10 +252,13 @@ export class ShardCheckpointer implements Checkpointer {
             async (transaction) => {
               let value: T;
               try {
+                this.#workRunning = true;
                 value = await work(transaction as Transaction, scope);
               } catch (error) {
                 failure = { error };
                 throw error;
+              } finally {
+                this.#workRunning = false;
               }
               // Never backwards, as an ordinary checkpoint.
               const checkpoint = lease.checkpoint.isAfter(target) ? lease.checkpoint : target;
