@@ -152,7 +152,9 @@ export interface ConsumerOptions {
    * The processors write their results and their checkpoints in one transaction
    * (`checkpointer.transaction`, exactly-once processing; with `pipeline`, `handleBatch` gets the
    * transaction). Needs a lease store that can (`capabilities.transactionalCheckpoint`:
-   * `@kcl/store-sql`); with another store `createConsumer` throws a `ConfigurationError`. Default false.
+   * `@kcl/store-sql`); with another store `createConsumer` throws a `ConfigurationError`, and so it
+   * does for a pipeline whose batches may commit out of shard order (`batchers.concurrency` above 1,
+   * `processors.concurrency` above 1 with `handleMessage`) or without `handleBatch`. Default false.
    */
   readonly exactlyOnce?: boolean;
   /** How often a worker asks which workers still hold their database session. Default 1 000. */
@@ -377,6 +379,7 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
   const handoff = check.boolean('handoff', given.handoff, CONSUMER_DEFAULTS.handoff);
   const sessionLiveness = check.boolean('sessionLiveness', given.sessionLiveness, true);
   const exactlyOnce = check.boolean('exactlyOnce', given.exactlyOnce, false);
+  if (exactlyOnce && pipeline !== null) checkExactlyOncePipeline(check, pipeline);
   if (
     exactlyOnce &&
     isLeaseStoreShaped(given.leaseStore) &&
@@ -509,6 +512,28 @@ function checkStream(
     `streamArn ${JSON.stringify(given.streamArn)} is not a Kinesis stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)`,
   );
   return null;
+}
+
+/**
+ * With `exactlyOnce`, a pipeline commits through `batch.transaction`: only batches handed over one at a
+ * time in shard order make that exactly-once (ARCHITECTURE §6), so other settings are refused.
+ */
+function checkExactlyOncePipeline(check: OptionProblems, pipeline: ResolvedPipelineOptions): void {
+  if (pipeline.handleBatch === null) {
+    check.add(
+      'exactlyOnce with pipeline needs pipeline.handleBatch, which writes through batch.transaction(…)',
+    );
+  }
+  if (pipeline.batchers.concurrency > 1) {
+    check.add(
+      `exactlyOnce needs pipeline.batchers.concurrency 1 (got ${pipeline.batchers.concurrency}): a batch that commits before an earlier one cannot move the checkpoint past the earlier one's messages, so its rows would be at-least-once`,
+    );
+  }
+  if (pipeline.handleMessage !== null && pipeline.processors.concurrency > 1) {
+    check.add(
+      `exactlyOnce needs pipeline.processors.concurrency 1 with handleMessage (got ${pipeline.processors.concurrency}): messages must reach the batches in shard order`,
+    );
+  }
 }
 
 /** Whether `store` is an object with capabilities to read (checkLeaseStore reports the rest). */
