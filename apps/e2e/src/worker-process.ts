@@ -53,7 +53,12 @@ export interface WorkerProcessConfig {
   /** Consumer options beyond the timings (how many leases to steal at once, polling or fan-out, …). */
   readonly consumer?: Pick<
     ConsumerOptions,
-    'maxLeasesToSteal' | 'maxLeasesForWorker' | 'retrieval' | 'sessionLiveness' | 'livenessCheckIntervalMs'
+    | 'maxLeasesToSteal'
+    | 'maxLeasesForWorker'
+    | 'retrieval'
+    | 'sessionLiveness'
+    | 'livenessCheckIntervalMs'
+    | 'handoff'
   >;
   /** A wait at the start of shutdownRequested, before its checkpoint: an owner slow to hand a lease over. */
   readonly shutdownRequestedDelayMs?: number;

@@ -126,13 +126,16 @@ for (const database of DATABASES) {
       it('commits every record exactly once, in per-key order, across a late joiner, kill -9, a split, a merge and a graceful stop', async () => {
         const streamName = `exactly-once-${database.name}`;
         const applicationName = `exactly-once-${database.name}-${Date.now()}`;
-        await stream.create(streamName, 2);
+        await stream.create(streamName, 4);
         const harness = new FleetHarness({
           dir: mkdtempSync(join(tmpdir(), 'kcl-fleet-')),
           store: output.store,
           kinesisEndpoint: stream.emulator.endpoint,
           streamName,
           applicationName,
+          // Plain steals, not hand-offs: the old owner goes on with its batch until it notices, and its
+          // commit must fail on the lease counter.
+          consumer: { handoff: false },
         });
         fleetHarness = harness;
         const committed = async (): Promise<number> => (await output.rows(applicationName)).length;
@@ -149,15 +152,17 @@ for (const database of DATABASES) {
 
         await spawn('w1');
         await spawn('w2');
-        await waitFor(balanced(harness, ['w1', 'w2'], 2), 20_000, 'an even spread');
+        await waitFor(balanced(harness, ['w1', 'w2'], 4), 20_000, 'an even spread');
         const producer = produceContinuously(stream, streamName, 100, 30);
         await waitFor(async () => (await committed()) >= 500, 30_000, 'rows committed');
 
-        // A late joiner takes its share from living owners (a hand-off, or a steal).
+        // A late joiner steals its share from living owners, which go on with their batch until they
+        // notice.
         await spawn('w3');
+        await waitFor(balanced(harness, ['w1', 'w2', 'w3'], 4), 20_000, 'the late joiner’s share');
+        const stolenAt = performance.timeOrigin + performance.now();
         const [first, second] = byHashKey(await stream.openShards(streamName));
         await stream.split(streamName, first?.ShardId ?? '');
-        await waitFor(balanced(harness, ['w1', 'w2', 'w3'], 3), 20_000, 'the late joiner’s share');
         await waitFor(async () => (await committed()) >= 1_500, 30_000, 'rows after the split');
 
         // A crash in the middle of a batch: whatever it had not committed is done again, once.
@@ -191,7 +196,17 @@ for (const database of DATABASES) {
           duplicated: 0,
           orderViolations: 0,
         });
-        // The scenario happened: leases moved after the kill and shards ended (split, merge).
+        // The scenario happened: leases were stolen from living owners, moved after the kill, and
+        // shards ended (split, merge).
+        expect(
+          harness.events.some(
+            (event) =>
+              event.type === 'lease-taken' &&
+              event.workerId === 'w3' &&
+              event.stolen === true &&
+              event.at <= stolenAt,
+          ),
+        ).toBe(true);
         expect(
           harness.events.some(
             (event) => event.type === 'lease-taken' && event.workerId !== 'w2' && event.at > killedAt,
