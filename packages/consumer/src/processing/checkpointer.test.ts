@@ -259,7 +259,7 @@ describe('ShardCheckpointer.transaction', () => {
     const output: string[] = [];
     const insert = (transaction: MemoryTransaction, row: string) =>
       transaction.onCommit(() => output.push(row));
-    return { store: memory, checkpointer, events, output, insert };
+    return { store: memory, checkpointer, events, output, insert, clock, keeper };
   }
 
   it('commits the writes with a checkpoint at the end of the batch, and returns what the work returned', async () => {
@@ -354,6 +354,22 @@ describe('ShardCheckpointer.transaction', () => {
     // Afterwards the checkpointer works as before.
     await checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'b'));
     expect(output).toEqual(['b']);
+  });
+
+  it('rolls back and rejects with LeaseLostError when the lease expires while the work runs', async () => {
+    const { checkpointer, store, output, insert, clock, keeper } = await transactional();
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await clock.advance(10_001);
+      }),
+    ).rejects.toThrow(LeaseLostError);
+    watching.abort();
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
   });
 
   it('fails with a ConfigurationError on a store without transactional checkpoints', async () => {

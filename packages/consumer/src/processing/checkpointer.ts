@@ -284,6 +284,15 @@ export class ShardCheckpointer implements Checkpointer {
       throw error;
     }
     const done = committed as { readonly value: T; readonly checkpoint: ExtendedSequenceNumber } | null;
+    if (result === null && done !== null) {
+      // Committed, but the lease was given up meanwhile (it expired locally): the writes and their
+      // checkpoint stand together, and the next owner resumes after them.
+      if (done.checkpoint.isAfter(this.#lastCheckpoint)) this.#lastCheckpoint = done.checkpoint;
+      throw new LeaseLostError(
+        leaseKey,
+        `it expired while the transaction was open; the transaction committed with checkpoint ${done.checkpoint}, from which the next owner resumes`,
+      );
+    }
     if (result === null || done === null) {
       throw new LeaseLostError(
         leaseKey,
