@@ -30,7 +30,8 @@ import type { FreezableClock } from './simulation-clock.js';
  *   the official samples do and die in the middle of a batch now and then.
  * - `exactly-once` (only when asked for, never drawn by a seed): writes each batch through
  *   `checkpointer.transaction` (the memory store's simulated transactions); a record counts as handled
- *   when its transaction commits, and a record handled twice is a violation.
+ *   when its transaction commits, and a record handled twice is a violation (with one stream: a stream
+ *   listed again after its leases were deleted starts over, by design).
  */
 export type ProcessorKind =
   | 'per-batch'
