@@ -39,6 +39,7 @@ describe('parseDemoOptions', () => {
         tty: false,
         keep: true,
         dashboardPort: null,
+        exactlyOnce: false,
         help: false,
       },
     });
@@ -51,6 +52,16 @@ describe('parseDemoOptions', () => {
       options: { dashboardPort: 0 },
     });
     expect(parseDemoOptions(['--dashboard-port', 'x'])).toMatchObject({ ok: false });
+  });
+
+  it('accepts --exactly-once with the SQLite store only', () => {
+    expect(parseDemoOptions(['--exactly-once'])).toMatchObject({ ok: true, options: { exactlyOnce: true } });
+    expect(parseDemoOptions(['--exactly-once', '--store', 'dynamo-local'])).toEqual({
+      ok: false,
+      problems: [
+        '--exactly-once needs --store sqlite: a DynamoDB lease store cannot checkpoint in the application’s transaction',
+      ],
+    });
   });
 
   it('accepts -h and --help', () => {

@@ -25,6 +25,11 @@ export interface DemoOptions {
   readonly keep: boolean;
   /** Serve the lease dashboard (`kcl dashboard`) on this port while the demo runs; null: not. */
   readonly dashboardPort: number | null;
+  /**
+   * Exactly-once processing: each worker inserts every batch into an output table of the SQLite lease
+   * store and checkpoints in the same transaction; the verification reads that table.
+   */
+  readonly exactlyOnce: boolean;
   readonly help: boolean;
 }
 
@@ -40,6 +45,7 @@ export const DEMO_DEFAULTS: DemoOptions = {
   tty: null,
   keep: false,
   dashboardPort: null,
+  exactlyOnce: false,
   help: false,
 };
 
@@ -83,6 +89,9 @@ options:
   --keep                 keep the run directory (SQLite file, what each worker processed) and print its path
   --dashboard            serve the live lease dashboard (kcl dashboard) while the demo runs, and print its URL
   --dashboard-port <n>   its port (default ${DEFAULT_DASHBOARD_PORT}; 0: any free port)
+  --exactly-once         exactly-once processing (needs --store sqlite): every batch's rows go into the table
+                         demo_output of the SQLite file in the same transaction as its checkpoint, and the
+                         verification counts that table (duplicates 0, even across the kill -9)
   -h, --help             show this help
 
 exit status: 0 when nothing was lost and every key stayed in order, 1 otherwise, 2 for invalid options.`;
@@ -102,7 +111,7 @@ const STRING_OPTIONS = [
   'keys',
   'dashboard-port',
 ] as const;
-const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'dashboard', 'help'] as const;
+const BOOLEAN_OPTIONS = ['no-tty', 'keep', 'dashboard', 'exactly-once', 'help'] as const;
 
 /** Parses the demo's command line; every problem is reported at once. */
 export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
@@ -132,6 +141,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       keep: { type: 'boolean' },
       dashboard: { type: 'boolean' },
       'dashboard-port': { type: 'string' },
+      'exactly-once': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: false,
@@ -198,6 +208,14 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
     else problems.push(`--postgres-url must be a postgres:// URL (got "${urlText}")`);
   }
 
+  const exactlyOnce = values['exactly-once'] === true;
+  if (exactlyOnce && store !== 'sqlite')
+    problems.push(
+      store === 'dynamo-local'
+        ? '--exactly-once needs --store sqlite: a DynamoDB lease store cannot checkpoint in the application’s transaction'
+        : '--exactly-once needs --store sqlite: the demo keeps its output table in the SQLite lease store (an application does the same on PostgreSQL)',
+    );
+
   const shardsInAll = streams * shards;
   const shardCount = `${shards} shard${shards === 1 ? '' : 's'}`;
   if (shardsInAll > MAX_SHARDS_IN_ALL)
@@ -235,6 +253,7 @@ export function parseDemoOptions(argv: readonly string[]): ParsedDemoOptions {
       tty: values['no-tty'] === true ? false : null,
       keep: values.keep === true,
       dashboardPort,
+      exactlyOnce,
       help: values.help === true,
     },
   };

@@ -10,7 +10,7 @@ import {
   verificationPassed,
   verifyStreams,
 } from './verification.js';
-import type { DemoTiming } from './worker-protocol.js';
+import type { DemoTiming, ProcessedLine } from './worker-protocol.js';
 
 /** What the script did to the fleet, kept so the run can measure what followed. */
 export interface ScriptRecord {
@@ -153,12 +153,17 @@ export function reportRun(input: {
   readonly keys: number;
   readonly timing: Pick<DemoTiming, 'leaseExpiryMs' | 'checkpointIntervalMs'>;
   readonly durations: RunDurations;
+  /**
+   * With --exactly-once: the rows of the output table, which the verification counts instead of the
+   * workers' files.
+   */
+  readonly committed?: readonly ProcessedLine[];
 }): RunReport {
   const { fleet, script, timing, durations } = input;
   const verification = verifyStreams({
     streams: input.streams,
     keys: input.keys,
-    lines: fleet.processedLines(),
+    lines: input.committed ?? fleet.processedLines(),
     killed: killedWorkerOf(fleet, script),
     leaseLosses: leaseLossesOf(fleet),
   });
@@ -179,10 +184,14 @@ export function reportRun(input: {
     });
   }
   lines.push({ text: '', style: null });
-  const passed = verificationPassed(verification.total);
+  // Exactly-once promises more: not a record twice in the output table.
+  const passed =
+    verificationPassed(verification.total) &&
+    (input.committed === undefined || verification.total.duplicates === 0);
   describeVerification(verification, {
     killedWorkerId: script.killed?.workerId ?? null,
     checkpointIntervalMs: timing.checkpointIntervalMs,
+    exactlyOnce: input.committed !== undefined,
   }).forEach((text, index) => {
     lines.push({ text, style: index === 0 ? (passed ? 'title' : 'problem') : null });
   });
@@ -191,11 +200,17 @@ export function reportRun(input: {
       ? {
           text:
             verification.streams.length === 0
-              ? 'verified: no record lost, every partition key processed in write order'
-              : `verified: no record lost on any of the ${verification.streams.length} streams, every partition key processed in write order`,
+              ? `verified: no record lost, every partition key processed in write order${input.committed === undefined ? '' : ', none twice'}`
+              : `verified: no record lost on any of the ${verification.streams.length} streams, every partition key processed in write order${input.committed === undefined ? '' : ', none twice'}`,
           style: 'title',
         }
-      : { text: 'FAILED: records were lost or processed out of order', style: 'problem' },
+      : {
+          text:
+            input.committed === undefined
+              ? 'FAILED: records were lost or processed out of order'
+              : 'FAILED: records were lost, processed out of order or committed twice',
+          style: 'problem',
+        },
   );
   return { verification, passed, lines };
 }

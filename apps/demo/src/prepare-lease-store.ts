@@ -4,6 +4,7 @@ import { type LeaseStoreLocation, openLeaseStore, redactUrl } from '@kcl/stores'
 import { startDynalite } from '@kcl/testkit';
 import pg from 'pg';
 import type { DemoOptions } from './demo-options.js';
+import { createOutputTable } from './output-table.js';
 
 export interface PreparedLeaseStore {
   /** Where the workers find the store (they open it with `openLeaseStore`). Plain data: it is handed to worker processes. */
@@ -22,7 +23,7 @@ export class DemoSetupError extends Error {
  * PostgreSQL database, or a DynamoDB emulator in a child process.
  */
 export async function prepareLeaseStore(
-  options: Pick<DemoOptions, 'store' | 'postgresUrl'>,
+  options: Pick<DemoOptions, 'store' | 'postgresUrl'> & Partial<Pick<DemoOptions, 'exactlyOnce'>>,
   runDirectory: string,
 ): Promise<PreparedLeaseStore> {
   switch (options.store) {
@@ -37,6 +38,7 @@ export async function prepareLeaseStore(
       } finally {
         await store.close();
       }
+      if (options.exactlyOnce === true) createOutputTable(location.file);
       return { location, teardown: async () => {} };
     }
     case 'postgres':

@@ -24,6 +24,7 @@ import {
 import { describeWorkerEvent } from './event-text.js';
 import { Fleet, type FleetEvent, type FleetWorker } from './fleet.js';
 import { reportRun, type ScriptRecord } from './measurements.js';
+import { countCommittedRecords, DEMO_OUTPUT_TABLE, readOutputTable } from './output-table.js';
 import { prepareLeaseStore } from './prepare-lease-store.js';
 import { Producer } from './producer.js';
 import {
@@ -263,16 +264,23 @@ class DemoRun {
     const drainStartedAt = preciseNow();
     this.#phase = 'draining';
     const deadline = this.#clock.monotonicNow() + DRAIN_TIMEOUT_MS;
-    while (fleet.distinctProcessed() < written && this.#clock.monotonicNow() < deadline) {
-      this.#phase = `draining: ${fleet.distinctProcessed()} of ${written} processed`;
+    // With --exactly-once the table is what counts: a worker killed between a commit and appending
+    // the batch's lines to its file leaves records only there.
+    const outputFile = store.location.kind === 'sqlite' ? store.location.file : null;
+    const processedSoFar = (): number =>
+      options.exactlyOnce && outputFile !== null
+        ? countCommittedRecords(outputFile)
+        : fleet.distinctProcessed();
+    while (processedSoFar() < written && this.#clock.monotonicNow() < deadline) {
+      this.#phase = `draining: ${processedSoFar()} of ${written} processed`;
       await this.#clock.sleep(250);
     }
     const drainMs = preciseNow() - drainStartedAt;
     const scriptMs = drainStartedAt - scriptStartedAt;
-    if (fleet.distinctProcessed() < written)
+    if (processedSoFar() < written)
       this.#emit(
         'problem',
-        `drain timed out after ${DRAIN_TIMEOUT_MS / 1000} s: ${fleet.distinctProcessed()} of ${written} processed`,
+        `drain timed out after ${DRAIN_TIMEOUT_MS / 1000} s: ${processedSoFar()} of ${written} processed`,
       );
     else
       this.#emit(
@@ -299,6 +307,7 @@ class DemoRun {
       })),
       keys: options.keys,
       timing: this.#timing,
+      ...(options.exactlyOnce && outputFile !== null ? { committed: readOutputTable(outputFile) } : {}),
       durations: {
         startupMs,
         scriptMs,
@@ -364,6 +373,7 @@ class DemoRun {
         store,
         timing: this.#timing,
         statusIntervalMs: 500,
+        ...(this.#options.exactlyOnce ? { outputTable: DEMO_OUTPUT_TABLE } : {}),
       },
       onEvent: (event) => this.#onWorkerEvent(event),
     });

@@ -167,6 +167,33 @@ describe('describeVerification', () => {
     expect(text[0]).toBe('produced 2, processed 1, lost 1, per-key order violations 0, duplicates 0');
     expect(text).toContain('  LOST: 1 records were never processed, e.g. r-1');
   });
+
+  it('speaks of the output table with --exactly-once', () => {
+    const once = verifyRun({
+      produced: 2,
+      keys: KEYS,
+      lines: [line(0, 'w1', 1), line(1, 'w2', 2)],
+      ...NO_FAULTS,
+    });
+    expect(
+      describeVerification(
+        { total: once, streams: [] },
+        { killedWorkerId: 'w2', checkpointIntervalMs: 1_000, exactlyOnce: true },
+      )[1],
+    ).toMatch(/^ {2}exactly once: the output table holds every record once/);
+    const twice = verifyRun({
+      produced: 1,
+      keys: KEYS,
+      lines: [line(0, 'w1', 1), line(0, 'w2', 2)],
+      ...NO_FAULTS,
+    });
+    expect(
+      describeVerification(
+        { total: twice, streams: [] },
+        { killedWorkerId: null, checkpointIntervalMs: 1_000, exactlyOnce: true },
+      )[1],
+    ).toMatch(/holds records twice .* unexpected/);
+  });
 });
 
 /** Lease keys as a multi-stream application writes them. */

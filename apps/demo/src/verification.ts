@@ -278,7 +278,12 @@ function countsOf(verification: Verification): string {
  */
 export function describeVerification(
   run: RunVerification,
-  context: { readonly killedWorkerId: string | null; readonly checkpointIntervalMs: number },
+  context: {
+    readonly killedWorkerId: string | null;
+    readonly checkpointIntervalMs: number;
+    /** The counts are of the output table the workers committed with their checkpoints (--exactly-once). */
+    readonly exactlyOnce?: boolean;
+  },
 ): string[] {
   const verification = run.total;
   const { duplicateCauses: causes } = verification;
@@ -289,7 +294,13 @@ export function describeVerification(
           `${run.streams.length} streams: ${countsOf(verification)}`,
           ...run.streams.map((stream) => `  ${stream.name}: ${countsOf(stream.verification)}`),
         ];
-  if (verification.duplicates === 0) {
+  if (context.exactlyOnce === true) {
+    lines.push(
+      verification.duplicates === 0
+        ? `  exactly once: the output table holds every record once — each batch's rows and its checkpoint committed in one transaction, so the batches cut short by the kill -9 or a lost lease left nothing behind`
+        : '  the output table holds records twice although every batch committed with its checkpoint — unexpected',
+    );
+  } else if (verification.duplicates === 0) {
     lines.push('  no record was processed twice: every lease changed hands after its last checkpoint');
   }
   const seconds = `${context.checkpointIntervalMs / 1000} s`;

@@ -46,7 +46,8 @@ export interface ViewFrame
 
 /** The header of the view: the fleet and its store, the timings, the script. */
 export function demoHeader(run: {
-  readonly options: Pick<DemoOptions, 'workers' | 'streams' | 'shards'>;
+  readonly options: Pick<DemoOptions, 'workers' | 'streams' | 'shards'> &
+    Partial<Pick<DemoOptions, 'exactlyOnce'>>;
   readonly timing: DemoTiming;
   readonly timeline: readonly TimelineStep[];
   readonly store: LeaseStoreLocation;
@@ -54,10 +55,14 @@ export function demoHeader(run: {
   const { options, timing } = run;
   return [
     `kcl demo — ${formatQuantity(options.workers, 'worker')} on ${options.streams === 1 ? '' : `${options.streams} streams of `}` +
-      `${formatQuantity(options.shards, 'shard')}, lease store: ${describeLeaseStoreLocation(run.store)}`,
+      `${formatQuantity(options.shards, 'shard')}, lease store: ${describeLeaseStoreLocation(run.store)}` +
+      (options.exactlyOnce === true ? ', exactly-once into its table demo_output' : ''),
     `timings: lease renew ${timing.leaseRenewIntervalMs / 1000} s, expiry ${timing.leaseExpiryMs / 1000} s, ` +
       `rebalance ${timing.rebalanceIntervalMs / 1000} s, poll ${timing.pollIntervalMs} ms ` +
-      `(up to ${timing.maxRecords} records), checkpoint every ${timing.checkpointIntervalMs / 1000} s`,
+      `(up to ${timing.maxRecords} records), ` +
+      (options.exactlyOnce === true
+        ? 'checkpoint with every batch, in its transaction'
+        : `checkpoint every ${timing.checkpointIntervalMs / 1000} s`),
     `script: ${run.timeline.map((step) => `${formatClock(step.atMs)} ${step.label}`).join(', ')}`,
   ];
 }

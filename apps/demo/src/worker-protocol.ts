@@ -43,6 +43,12 @@ export interface DemoWorkerConfig {
   readonly store: LeaseStoreLocation;
   /** Where the worker appends a line per record it processes, before checkpointing. */
   readonly outputFile: string;
+  /**
+   * Exactly-once: the table of the SQLite lease store the worker inserts every batch into, in the
+   * transaction of the batch's checkpoint (`checkpointer.transaction`); the output file then gets a
+   * batch's lines after its commit, for the live view only.
+   */
+  readonly outputTable?: string;
   readonly timing: DemoTiming;
   /** How often the worker prints its status. */
   readonly statusIntervalMs: number;

@@ -4,13 +4,15 @@
 // start and end to a second one once the batch is over (checkpointed or not), and prints its events as
 // JSON lines on stdout. It checkpoints in shutdownRequested, so a graceful stop or a hand-off leaves
 // nothing to process again. SIGTERM stops it gracefully; SIGKILL is a crash. It reads one stream, or
-// several: a fixed list, or the list in a JSON file the test rewrites while the fleet runs.
+// several: a fixed list, or the list in a JSON file the test rewrites while the fleet runs. With an
+// output table it processes exactly once: each batch's rows and checkpoint commit in one transaction.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { type ConsumerOptions, createConsumer, stopOnSignals } from '@kcl/consumer';
 import { createLineLogger } from '@kcl/core';
 import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { Transaction } from 'kysely';
 import { openStore, type StoreConfig } from './store-config.js';
 
 /** A stream of a multi-stream worker, as JSON carries it (an initial position by name). */
@@ -51,11 +53,36 @@ export interface WorkerProcessConfig {
   /** Consumer options beyond the timings (how many leases to steal at once, polling or fan-out, …). */
   readonly consumer?: Pick<
     ConsumerOptions,
-    'maxLeasesToSteal' | 'maxLeasesForWorker' | 'retrieval' | 'sessionLiveness' | 'livenessCheckIntervalMs'
+    | 'maxLeasesToSteal'
+    | 'maxLeasesForWorker'
+    | 'retrieval'
+    | 'sessionLiveness'
+    | 'livenessCheckIntervalMs'
+    | 'handoff'
   >;
   /** A wait at the start of shutdownRequested, before its checkpoint: an owner slow to hand a lease over. */
   readonly shutdownRequestedDelayMs?: number;
+  /**
+   * Exactly-once: the processor inserts every record into this table of the lease store's database
+   * (`OutputRow` columns) through `checkpointer.transaction`, with the consumer option `exactlyOnce`;
+   * the output file then gets a batch's lines only after its commit.
+   */
+  readonly outputTable?: string;
 }
+
+/** A row of the exactly-once output table (beside an id the database assigns in insertion order). */
+export interface OutputRow {
+  readonly application_name: string;
+  readonly worker_id: string;
+  readonly shard_id: string;
+  readonly sequence_number: string;
+  readonly sub_sequence_number: number;
+  readonly partition_key: string;
+  readonly data: string;
+}
+
+/** Rows per INSERT: far below SQLite's and PostgreSQL's parameter limits. */
+const ROWS_PER_INSERT = 500;
 
 /** One line of the output file. */
 export interface ProcessedLine {
@@ -106,6 +133,7 @@ async function main(): Promise<void> {
     initialPosition: config.initialPosition ?? 'TRIM_HORIZON',
     ...config.timing,
     ...config.consumer,
+    ...(config.outputTable === undefined ? {} : { exactlyOnce: true }),
     logger,
     onEvent: (event) => {
       process.stdout.write(`${JSON.stringify({ ...event, at: now(), error: undefined })}\n`);
@@ -125,6 +153,43 @@ async function main(): Promise<void> {
             t: now(),
           } satisfies ProcessedLine),
         );
+        const table = config.outputTable;
+        if (table !== undefined) {
+          try {
+            // biome-ignore lint/suspicious/noExplicitAny: the output table is not part of a typed schema.
+            await checkpointer.transaction<Transaction<any>>(async (transaction) => {
+              const rows = records.map(
+                (record): OutputRow => ({
+                  application_name: config.applicationName,
+                  worker_id: config.workerId,
+                  shard_id: shardId,
+                  sequence_number: record.sequenceNumber,
+                  sub_sequence_number: record.subSequenceNumber,
+                  partition_key: record.partitionKey,
+                  data: Buffer.from(record.data).toString(),
+                }),
+              );
+              for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+                await transaction
+                  .insertInto(table)
+                  .values(rows.slice(start, start + ROWS_PER_INSERT))
+                  .execute();
+              }
+            });
+            appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
+          } finally {
+            const batch: BatchLine = {
+              w: config.workerId,
+              st: stream.name,
+              s: shardId,
+              n: records.length,
+              start,
+              end: now(),
+            };
+            appendFileSync(config.batchFile, `${JSON.stringify(batch)}\n`);
+          }
+          return;
+        }
         appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
         try {
           await checkpointer.checkpoint();

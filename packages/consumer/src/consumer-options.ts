@@ -1,7 +1,13 @@
 import { hostname } from 'node:os';
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { Clock, KclEventListener, LeaseStore, Logger, RandomSource } from '@kcl/core';
-import { noopLogger, OptionProblems, systemClock, systemRandom } from '@kcl/core';
+import {
+  noopLogger,
+  OptionProblems,
+  offersTransactionalCheckpoint,
+  systemClock,
+  systemRandom,
+} from '@kcl/core';
 import type { MetricsLevel, MetricsSink } from './metrics/metrics-sink.js';
 import { METRICS_LEVELS } from './metrics/metrics-sink.js';
 import type { PipelineOptions, ResolvedPipelineOptions } from './pipeline/pipeline-options.js';
@@ -142,6 +148,15 @@ export interface ConsumerOptions {
    * Each worker then holds one database connection of its own. Default true (used when the store can).
    */
   readonly sessionLiveness?: boolean;
+  /**
+   * The processors write their results and their checkpoints in one transaction
+   * (`checkpointer.transaction`, exactly-once processing; with `pipeline`, `handleBatch` gets the
+   * transaction). Needs a lease store that can (`capabilities.transactionalCheckpoint`:
+   * `@kcl/store-sql`); with another store `createConsumer` throws a `ConfigurationError`, and so it
+   * does for a pipeline whose batches may commit out of shard order (`batchers.concurrency` above 1,
+   * `processors.concurrency` above 1 with `handleMessage`) or without `handleBatch`. Default false.
+   */
+  readonly exactlyOnce?: boolean;
   /** How often a worker asks which workers still hold their database session. Default 1 000. */
   readonly livenessCheckIntervalMs?: number;
   /** How often a child waiting on its parents checks them. Default 2 000. */
@@ -205,6 +220,7 @@ export interface ResolvedConsumerOptions {
   readonly handoffTimeoutMs: number;
   readonly handoffPollIntervalMs: number;
   readonly sessionLiveness: boolean;
+  readonly exactlyOnce: boolean;
   readonly livenessCheckIntervalMs: number;
   readonly pollIntervalMs: number;
   readonly maxRecords: number;
@@ -411,6 +427,17 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
   }
   const handoff = check.boolean('handoff', given.handoff, CONSUMER_DEFAULTS.handoff);
   const sessionLiveness = check.boolean('sessionLiveness', given.sessionLiveness, true);
+  const exactlyOnce = check.boolean('exactlyOnce', given.exactlyOnce, false);
+  if (exactlyOnce && pipeline !== null) checkExactlyOncePipeline(check, pipeline);
+  if (
+    exactlyOnce &&
+    isLeaseStoreShaped(given.leaseStore) &&
+    !offersTransactionalCheckpoint(given.leaseStore)
+  ) {
+    check.add(
+      `exactlyOnce needs a lease store that writes checkpoints in the application's transaction (capabilities.transactionalCheckpoint), and ${given.leaseStore.description} does not: use a @kcl/store-sql store (PostgreSQL, MySQL/MariaDB or SQLite), or drop exactlyOnce for at-least-once processing`,
+    );
+  }
   const livenessCheckIntervalMs = check.integer(
     'livenessCheckIntervalMs',
     given.livenessCheckIntervalMs,
@@ -475,6 +502,7 @@ export function resolveConsumerSetup(options: ConsumerOptions, workerRandom?: Ra
       handoffTimeoutMs,
       handoffPollIntervalMs,
       sessionLiveness,
+      exactlyOnce,
       livenessCheckIntervalMs,
       ...settings,
       storeCallTimeoutMs,
@@ -533,6 +561,33 @@ function checkStream(
     `streamArn ${JSON.stringify(given.streamArn)} is not a Kinesis stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)`,
   );
   return null;
+}
+
+/**
+ * With `exactlyOnce`, a pipeline commits through `batch.transaction`: only batches handed over one at a
+ * time in shard order make that exactly-once (ARCHITECTURE §6), so other settings are refused.
+ */
+function checkExactlyOncePipeline(check: OptionProblems, pipeline: ResolvedPipelineOptions): void {
+  if (pipeline.handleBatch === null) {
+    check.add(
+      'exactlyOnce with pipeline needs pipeline.handleBatch, which writes through batch.transaction(…)',
+    );
+  }
+  if (pipeline.batchers.concurrency > 1) {
+    check.add(
+      `exactlyOnce needs pipeline.batchers.concurrency 1 (got ${pipeline.batchers.concurrency}): a batch that commits before an earlier one cannot move the checkpoint past the earlier one's messages, so its rows would be at-least-once`,
+    );
+  }
+  if (pipeline.handleMessage !== null && pipeline.processors.concurrency > 1) {
+    check.add(
+      `exactlyOnce needs pipeline.processors.concurrency 1 with handleMessage (got ${pipeline.processors.concurrency}): messages must reach the batches in shard order`,
+    );
+  }
+}
+
+/** Whether `store` is an object with capabilities to read (checkLeaseStore reports the rest). */
+function isLeaseStoreShaped(store: unknown): store is LeaseStore {
+  return typeof store === 'object' && store !== null && 'capabilities' in store;
 }
 
 /** A v2 `LeaseStore`, bound to the same application. */

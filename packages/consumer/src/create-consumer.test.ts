@@ -158,3 +158,77 @@ describe('unknown options', () => {
     ).not.toThrow();
   });
 });
+
+describe('the exactlyOnce option', () => {
+  const base = {
+    streamName: 'orders',
+    applicationName: 'app',
+    kinesis: { region: 'eu-west-1' },
+    processor: () => ({ processRecords: async () => {} }),
+  };
+
+  it('is refused by createConsumer on a store that cannot checkpoint in a transaction, naming the option and the store', () => {
+    const leaseStore = createMemoryLeaseStore({ applicationName: 'app', table: new MemoryLeaseTable() });
+    let error: unknown;
+    try {
+      createConsumer({ ...base, leaseStore, exactlyOnce: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigurationError.is(error)).toBe(true);
+    const problems = (error as ConfigurationError).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('exactlyOnce');
+    expect(problems[0]).toContain(leaseStore.description);
+    expect(problems[0]).toContain('capabilities.transactionalCheckpoint');
+  });
+
+  it('is accepted on a store that declares transactional checkpoints, and defaults to false', () => {
+    const leaseStore = createMemoryLeaseStore({
+      applicationName: 'app',
+      table: new MemoryLeaseTable(),
+      transactions: true,
+    });
+    expect(resolveConsumerOptions({ ...base, leaseStore, exactlyOnce: true }).exactlyOnce).toBe(true);
+    expect(resolveConsumerOptions({ ...base, leaseStore }).exactlyOnce).toBe(false);
+  });
+
+  it('refuses a pipeline whose batches may commit out of shard order, or that has no handleBatch', () => {
+    const leaseStore = createMemoryLeaseStore({
+      applicationName: 'app',
+      table: new MemoryLeaseTable(),
+      transactions: true,
+    });
+    const { processor: _, ...withoutProcessor } = base;
+    let error: unknown;
+    try {
+      resolveConsumerOptions({
+        ...withoutProcessor,
+        leaseStore,
+        exactlyOnce: true,
+        pipeline: {
+          handleMessage: () => {},
+          processors: { concurrency: 4 },
+          batchers: { concurrency: 2 },
+        },
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigurationError.is(error)).toBe(true);
+    const problems = (error as ConfigurationError).problems;
+    // The fourth: batchers without handleBatch, reported by the pipeline's own check.
+    expect(problems).toHaveLength(4);
+    expect(problems.join('\n')).toContain('exactlyOnce with pipeline needs pipeline.handleBatch');
+    expect(problems.join('\n')).toContain('pipeline.batchers.concurrency 1 (got 2)');
+    expect(problems.join('\n')).toContain('pipeline.processors.concurrency 1 with handleMessage (got 4)');
+    expect(
+      resolveConsumerOptions({
+        ...withoutProcessor,
+        leaseStore,
+        exactlyOnce: true,
+        pipeline: { handleBatch: (_messages, batch) => batch.transaction(() => {}) },
+      }).exactlyOnce,
+    ).toBe(true);
+  });
+});

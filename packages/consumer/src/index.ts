@@ -75,6 +75,7 @@ export type {
   RecordProcessorFactory,
   ShardEndedInput,
   ShutdownRequestedInput,
+  TransactionCheckpoint,
 } from './processing/record-processor.js';
 export type { ShardConsumerState } from './processing/shard-consumer.js';
 export type { LeaseStatus } from './processing/shard-consumers.js';

@@ -187,11 +187,55 @@ describe('session liveness through the wrappers', () => {
       batchRenew: false,
       consistentReads: true,
       sessionLiveness: false,
+      transactionalCheckpoint: false,
     });
     expect(
       guardLeaseStore({ ...older, capabilities } as unknown as LeaseStore, '@kcl/test').capabilities
         .sessionLiveness,
     ).toBe(false);
+  });
+
+  it('passes a transactional checkpoint through, and declares it absent on a store without the call', async () => {
+    const calls: string[] = [];
+    const store = fakeStore(async () => null);
+    const work = async () => ({ update: { checkpoint: ExtendedSequenceNumber.of('1') }, value: 1 });
+    const transactional: LeaseStore = {
+      ...store,
+      capabilities: { ...store.capabilities, transactionalCheckpoint: true },
+      leases: {
+        ...store.leases,
+        checkpointInTransaction: async (leaseKey, leaseCounter, given) => {
+          calls.push(`${leaseKey}@${leaseCounter}`);
+          const { value } = await given(null);
+          return { ok: false, reason: value === 1 ? 'counter-mismatch' : 'not-found' };
+        },
+      },
+    };
+    const seen: string[] = [];
+    const wrapped = interceptLeaseStore(transactional, (operation, options, call) => {
+      seen.push(operation);
+      return call(options);
+    });
+    expect(wrapped.capabilities.transactionalCheckpoint).toBe(true);
+    expect(await wrapped.leases.checkpointInTransaction?.('shard-1', 4, work)).toEqual({
+      ok: false,
+      reason: 'counter-mismatch',
+    });
+    expect(calls).toEqual(['shard-1@4']);
+    expect(seen).toEqual(['leases.checkpointInTransaction']);
+    const guarded = guardLeaseStore(transactional, '@kcl/test');
+    expect(guarded.capabilities.transactionalCheckpoint).toBe(true);
+    expect(typeof guarded.leases.checkpointInTransaction).toBe('function');
+
+    const plain = interceptLeaseStore(store, (_operation, options, call) => call(options));
+    expect(plain.capabilities.transactionalCheckpoint).toBe(false);
+    expect(plain.leases.checkpointInTransaction).toBeUndefined();
+    expect(() =>
+      guardLeaseStore(
+        { ...store, capabilities: { ...store.capabilities, transactionalCheckpoint: true } },
+        '@kcl/test',
+      ),
+    ).toThrow(/declares capabilities\.transactionalCheckpoint but lacks leases\.checkpointInTransaction/);
   });
 
   it('refuses a store that declares the capability without the calls', () => {

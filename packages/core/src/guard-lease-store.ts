@@ -4,6 +4,7 @@ import type {
   LeaseStore,
   LeaseStoreAdministration,
   StoreCallOptions,
+  TransactionalCheckpointWork,
   WorkerRegistry,
   WorkerSession,
 } from './lease-store.js';
@@ -28,6 +29,9 @@ export type SessionLivenessOperation =
   | 'session.check'
   | 'session.close';
 
+/** The call only a store with `capabilities.transactionalCheckpoint` has. */
+export type TransactionalCheckpointOperation = 'leases.checkpointInTransaction';
+
 /** Every call every store has, as `role.method`, with how many arguments come before its options. */
 const CALLS = {
   'leases.list': 0,
@@ -49,7 +53,10 @@ const CALLS = {
   'admin.getMigrationMarker': 0,
   'admin.setMigrationMarker': 1,
   'admin.scan': 0,
-} as const satisfies Record<Exclude<LeaseStoreOperation, SessionLivenessOperation>, number>;
+} as const satisfies Record<
+  Exclude<LeaseStoreOperation, SessionLivenessOperation | TransactionalCheckpointOperation>,
+  number
+>;
 
 /** Every call every store has, in the order of the roles (the session calls are not among them). */
 export const LEASE_STORE_OPERATIONS = Object.keys(CALLS) as readonly LeaseStoreOperation[];
@@ -72,6 +79,15 @@ function offersSessions(store: LeaseStore): boolean {
   );
 }
 
+/** Whether `store` declares transactional checkpoints and has the call. */
+export function offersTransactionalCheckpoint(store: LeaseStore): boolean {
+  const leases = store.leases as Partial<LeaseRepository> | undefined;
+  return (
+    store.capabilities?.transactionalCheckpoint === true &&
+    typeof leases?.checkpointInTransaction === 'function'
+  );
+}
+
 /**
  * Decides what happens to one call of a wrapped store: `call` runs the inner store's method with the
  * options given (the caller's, or others, e.g. with a deadline's signal).
@@ -89,6 +105,8 @@ export type LeaseStoreInterceptor = (
  * `workers.attachSession` and `workers.liveSessions` go through `intercept`, and so do the `check` and
  * `close` of every session attached through the wrapper (`session.check`, `session.close`). A store
  * without it (or declaring it without the calls) comes out with `capabilities.sessionLiveness` false.
+ * Likewise `leases.checkpointInTransaction` goes through `intercept` on a store declaring
+ * `capabilities.transactionalCheckpoint`; a store without it comes out with the capability false.
  */
 export function interceptLeaseStore(
   store: LeaseStore,
@@ -133,10 +151,29 @@ export function interceptLeaseStore(
         ),
     });
   }
+  const transactions = offersTransactionalCheckpoint(store);
+  if (transactions) {
+    const leases = store.leases as Required<LeaseRepository>;
+    (roles.leases as Record<string, unknown>).checkpointInTransaction = <T>(
+      leaseKey: string,
+      leaseCounter: number,
+      work: TransactionalCheckpointWork<T>,
+      given?: StoreCallOptions,
+    ) =>
+      intercept('leases.checkpointInTransaction', given, (options) =>
+        options === undefined
+          ? leases.checkpointInTransaction(leaseKey, leaseCounter, work)
+          : leases.checkpointInTransaction(leaseKey, leaseCounter, work, options),
+      );
+  }
   return {
     specificationVersion: store.specificationVersion,
     applicationName: store.applicationName,
-    capabilities: { ...store.capabilities, sessionLiveness: sessions },
+    capabilities: {
+      ...store.capabilities,
+      sessionLiveness: sessions,
+      transactionalCheckpoint: transactions,
+    },
     description: overrides.description ?? store.description,
     leases: roles.leases as unknown as LeaseRepository,
     workers: roles.workers as unknown as WorkerRegistry,
@@ -208,6 +245,11 @@ export function guardLeaseStore(store: LeaseStore, component: string): LeaseStor
   if (given.capabilities?.sessionLiveness === true && !offersSessions(store)) {
     throw new ConfigurationError(component, [
       `leaseStore ${store.description ?? '(no description)'} declares capabilities.sessionLiveness but lacks workers.attachSession or workers.liveSessions`,
+    ]);
+  }
+  if (given.capabilities?.transactionalCheckpoint === true && !offersTransactionalCheckpoint(store)) {
+    throw new ConfigurationError(component, [
+      `leaseStore ${store.description ?? '(no description)'} declares capabilities.transactionalCheckpoint but lacks leases.checkpointInTransaction`,
     ]);
   }
   let closing: Promise<void> | null = null;

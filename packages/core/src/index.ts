@@ -34,11 +34,13 @@ export type {
   LeaseStoreInterceptor,
   LeaseStoreOperation,
   SessionLivenessOperation,
+  TransactionalCheckpointOperation,
 } from './guard-lease-store.js';
 export {
   guardLeaseStore,
   interceptLeaseStore,
   LEASE_STORE_OPERATIONS,
+  offersTransactionalCheckpoint,
   SESSION_LIVENESS_OPERATIONS,
   StoreCallAbortedError,
 } from './guard-lease-store.js';
@@ -85,6 +87,9 @@ export type {
   LostRaceReason,
   MigrationMarker,
   StoreCallOptions,
+  TransactionalCheckpointDecision,
+  TransactionalCheckpointResult,
+  TransactionalCheckpointWork,
   UnreadableLeaseRow,
   WorkerRecord,
   WorkerRegistry,

@@ -105,7 +105,35 @@ export interface LeaseStoreCapabilities {
    * or DynamoDB). A store written against an older core may lack the field: read it as false.
    */
   readonly sessionLiveness: boolean;
+  /**
+   * The store can write a checkpoint in the same database transaction as the application's own writes
+   * (`leases.checkpointInTransaction` exists exactly when this is true): `@kcl/store-sql` on every
+   * database; not DynamoDB, the memory store or the migrating store. Absent reads as false.
+   */
+  readonly transactionalCheckpoint?: boolean;
 }
+
+/**
+ * What the application's part of a transactional checkpoint decided: the checkpoint to write in the
+ * same transaction, and the value to hand back to the caller.
+ */
+export interface TransactionalCheckpointDecision<T> {
+  readonly update: CheckpointUpdate;
+  readonly value: T;
+}
+
+/**
+ * The application's part of a transactional checkpoint: runs its writes on `transaction` (a handle of
+ * the store's database, e.g. a Kysely `Transaction` for `@kcl/store-sql`) and says which checkpoint
+ * to write. Throwing rolls the whole transaction back.
+ */
+export type TransactionalCheckpointWork<T> = (
+  transaction: unknown,
+) => Promise<TransactionalCheckpointDecision<T>>;
+
+export type TransactionalCheckpointResult<T> =
+  | { readonly ok: true; readonly lease: Lease; readonly value: T }
+  | { readonly ok: false; readonly reason: LostRaceReason };
 
 /**
  * The hot path: what a worker does to leases while it runs. Every write but `updateMeta` and `delete`
@@ -175,6 +203,22 @@ export interface LeaseRepository {
     update: CheckpointUpdate,
     options?: StoreCallOptions,
   ): Promise<LeaseWriteResult>;
+  /**
+   * Exactly-once processing (present exactly when `capabilities.transactionalCheckpoint` is true):
+   * opens a transaction on the store's database, runs `work` in it, then writes the checkpoint `work`
+   * decided in the same transaction — as `checkpoint` does, conditional on `leaseCounter` and
+   * incrementing it — and commits. When the counter does not match (another worker took the lease) or
+   * the lease is gone, the transaction is rolled back, so none of `work`'s writes persist, and the
+   * lost race is the result. When `work` throws, or `options.signal` has aborted by the time `work`
+   * resolves, the transaction is rolled back and the call rejects with that error. The lease row is
+   * written last, so it is locked only between that write and the commit.
+   */
+  checkpointInTransaction?<T>(
+    leaseKey: string,
+    leaseCounter: number,
+    work: TransactionalCheckpointWork<T>,
+    options?: StoreCallOptions,
+  ): Promise<TransactionalCheckpointResult<T>>;
   /** Records child shard ids and/or the hash key range. Unconditional; the counter is unchanged. Null if absent. */
   updateMeta(leaseKey: string, update: LeaseMetaUpdate, options?: StoreCallOptions): Promise<Lease | null>;
   /** Unconditional. Deleting an absent lease is not an error. */

@@ -20,6 +20,10 @@ class RulesCheckpointer implements Checkpointer {
     this.lastCheckpoint = target;
   }
   async checkpointRecord(): Promise<void> {}
+  async transaction(): Promise<never> {
+    throw new Error('not used');
+  }
+
   async prepareCheckpoint(
     sequenceNumber?: string,
     subSequenceNumber?: number,

@@ -1,4 +1,4 @@
-import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from '@kcl/consumer';
+import type { Checkpointer, KinesisRecord, PreparedCheckpointer, TransactionCheckpoint } from '@kcl/consumer';
 import { ExtendedSequenceNumber, InvalidCheckpointError } from '@kcl/core';
 
 export interface ChildCheckpointerOptions {
@@ -61,6 +61,13 @@ export class ChildCheckpointer implements Checkpointer {
       current.subSequenceNumber,
     ];
     return this.#inner.prepareCheckpoint(...target);
+  }
+
+  /** The protocol has no transactions; a library user gets the consumer's, unchanged. */
+  transaction<Transaction = unknown, T = void>(
+    work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
+  ): Promise<T> {
+    return this.#inner.transaction(work);
   }
 
   /**

@@ -43,6 +43,9 @@ function recordingCheckpointer() {
     async prepareCheckpoint() {
       throw new Error('not used');
     },
+    async transaction(): Promise<never> {
+      throw new Error('not used');
+    },
     lastCheckpoint: ExtendedSequenceNumber.TRIM_HORIZON,
   };
   return { checkpointer, calls };

@@ -134,6 +134,9 @@ class MemoryCheckpointer implements Checkpointer {
   async prepareCheckpoint(): Promise<never> {
     throw new Error('not used');
   }
+  async transaction(): Promise<never> {
+    throw new Error('not used');
+  }
 }
 
 interface SetUpOptions {

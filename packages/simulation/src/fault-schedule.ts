@@ -62,6 +62,7 @@ export function injectStoreFault(
       'leases.renewMany',
       'leases.renew',
       'leases.checkpoint',
+      'leases.checkpointInTransaction',
       'leases.take',
       'leases.release',
     ]);

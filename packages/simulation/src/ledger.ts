@@ -14,7 +14,8 @@ export interface Violation {
     | 'wrong-stream'
     | 'delivered-after-loss'
     | 'former-stream'
-    | 'taken-from-live-session';
+    | 'taken-from-live-session'
+    | 'duplicate';
   readonly at: number;
   readonly message: string;
 }
@@ -272,6 +273,19 @@ export class Ledger {
       if (!record.excused) return record.sequenceNumber;
     }
     return null;
+  }
+
+  /** Records handled more than once, oldest first (at most `limit`). */
+  handledTwice(limit: number): string[] {
+    const found: string[] = [];
+    for (const record of this.#bySequence.values()) {
+      if (record.handled < 2) continue;
+      found.push(
+        `${record.key}#${record.value} (${record.shardId} ${record.sequenceNumber}) ${record.handled} times`,
+      );
+      if (found.length >= limit) break;
+    }
+    return found;
   }
 
   duplicates(): number {

@@ -47,6 +47,8 @@ function memoryStore(
     table,
     now: () => clock.now(),
     yieldBeforeEachCall: () => Promise.resolve(),
+    // Used only by the exactly-once processor; the migrating store declares it absent.
+    transactions: true,
     ...(sessions === null ? {} : { sessions: true }),
   });
   const faulty = createFaultyLeaseStore(sessions === null ? memory : sessions.databaseLayer(memory), {

@@ -10,6 +10,7 @@ import { createPipelineProcessorFactory } from '@kcl/consumer';
 import type { RandomSource } from '@kcl/core';
 import { noopLogger } from '@kcl/core';
 import { createMultiLangProcessorFactory } from '@kcl/multilang';
+import type { MemoryTransaction } from '@kcl/testkit';
 import type { ConsumerWatch, ProcessorInstance } from './consumer-watch.js';
 import type { Ledger } from './ledger.js';
 import { simulatedChildLauncher } from './simulated-multilang-child.js';
@@ -27,6 +28,10 @@ import type { FreezableClock } from './simulation-clock.js';
  * - `pipeline`: the pipeline API, with failing handlers, retries and skips.
  * - `multilang`: the MultiLangDaemon's processor, with simulated children that speak the protocol as
  *   the official samples do and die in the middle of a batch now and then.
+ * - `exactly-once` (only when asked for, never drawn by a seed): writes each batch through
+ *   `checkpointer.transaction` (the memory store's simulated transactions); a record counts as handled
+ *   when its transaction commits, and a record handled twice is a violation (with one stream: a stream
+ *   listed again after its leases were deleted starts over, by design).
  */
 export type ProcessorKind =
   | 'per-batch'
@@ -36,7 +41,8 @@ export type ProcessorKind =
   | 'throw-n'
   | 'slow'
   | 'pipeline'
-  | 'multilang';
+  | 'multilang'
+  | 'exactly-once';
 
 export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'per-batch',
@@ -48,6 +54,9 @@ export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'pipeline',
   'multilang',
 ];
+
+/** Every kind a run may be asked for: the drawn ones and `exactly-once`. */
+export const ALL_PROCESSOR_KINDS: readonly ProcessorKind[] = [...PROCESSOR_KINDS, 'exactly-once'];
 
 /** What the processors of one simulated worker need. */
 export interface ProcessorContext {
@@ -76,6 +85,7 @@ export interface ProcessorContext {
 export interface ProcessorOptions {
   readonly processor: RecordProcessorFactory;
   readonly onProcessingError?: ProcessingErrorHandler;
+  readonly exactlyOnce?: boolean;
 }
 
 export function simulatedProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
@@ -179,6 +189,14 @@ function recordProcessorOptions(kind: ProcessorKind, context: ProcessorContext):
             await checkpointer.checkpoint();
             return;
           }
+          case 'exactly-once':
+            // What the database holds counts, whether or not the process lived to see the commit.
+            await checkpointer.transaction<MemoryTransaction>((transaction) => {
+              for (const record of records) {
+                transaction.onCommit(() => ledger.handled(record.sequenceNumber, workerId, true, stream));
+              }
+            });
+            return;
           case 'slow':
             await clock.sleep(50 + Math.floor(random() * 400));
             for (const record of records) handle(record);
@@ -202,7 +220,7 @@ function recordProcessorOptions(kind: ProcessorKind, context: ProcessorContext):
     };
     return base;
   };
-  return { processor };
+  return { processor, ...(kind === 'exactly-once' ? { exactlyOnce: true } : {}) };
 }
 
 function pipelineOptions(

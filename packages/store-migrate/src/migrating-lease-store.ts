@@ -48,7 +48,8 @@ const COMPONENT = '@kcl/store-migrate createMigratingLeaseStore';
  * in both registries (see `createMigratingWorkers`), and `admin` reads the phase from the source's
  * migration marker, which decides where new leases are created and when the source is no longer read.
  *
- * Session liveness is off (`capabilities.sessionLiveness` false), whatever the two stores offer.
+ * Session liveness and transactional checkpoints are off (`capabilities.sessionLiveness` and
+ * `capabilities.transactionalCheckpoint` false), whatever the two stores offer.
  *
  * Both stores stay the caller's: `close()` closes neither (the caller that opened them closes them,
  * after the worker using this store has stopped).
@@ -66,6 +67,9 @@ export function createMigratingLeaseStore(options: MigratingLeaseStoreOptions): 
       // A worker's session would have to live in the store that is authoritative for its leases, which
       // changes during the migration: workers fall back to lease expiry until they run on the new store.
       sessionLiveness: false,
+      // A lease's checkpoint lives in whichever store is authoritative for it, and the application's
+      // writes in one database: no transaction spans both, so exactly-once waits for the migration's end.
+      transactionalCheckpoint: false,
     }),
     description: `migrating from ${from.description} to ${to.description}`,
     from: resolved.given.from,

@@ -8,6 +8,6 @@ export { DEFAULT_TABLE_NAME, MAX_APPLICATION_NAME_LENGTH } from './sql-lease-sto
 export { MAX_LEASE_KEY_LENGTH, MAX_SEQUENCE_NUMBER_LENGTH, MAX_WORKER_ID_LENGTH } from './sql-schema.js';
 export type { SqlLeaseTableNames } from './sql-table-names.js';
 export { MAX_TABLE_NAME_LENGTH, sqlLeaseTableNames } from './sql-table-names.js';
-export type { AnyKysely, SqlRow } from './sql-types.js';
+export type { AnyKysely, SqlRow, SqlTransaction } from './sql-types.js';
 export type { SqlitePragmaDatabase } from './sqlite/sqlite-lease-database.js';
 export { configureSqliteLeaseDatabase } from './sqlite/sqlite-lease-database.js';

@@ -10,7 +10,10 @@ import type {
   LeaseRepository,
   LeaseTableScan,
   LeaseWriteResult,
+  LostRaceReason,
   StoreCallOptions,
+  TransactionalCheckpointResult,
+  TransactionalCheckpointWork,
   UnreadableLeaseRow,
 } from '@kcl/core';
 import { ConfigurationError, handoffProblem, leaseFromInit } from '@kcl/core';
@@ -67,6 +70,12 @@ export function createSqlLeaseRepository(context: SqlStoreContext): LeaseReposit
       update: CheckpointUpdate,
       _options?: StoreCallOptions,
     ) => checkpointLease(context, leaseKey, leaseCounter, update),
+    checkpointInTransaction: <T>(
+      leaseKey: string,
+      leaseCounter: number,
+      work: TransactionalCheckpointWork<T>,
+      options?: StoreCallOptions,
+    ) => checkpointLeaseInTransaction(context, leaseKey, leaseCounter, work, options),
     updateMeta: (leaseKey: string, update: LeaseMetaUpdate, _options?: StoreCallOptions) =>
       updateLeaseMeta(context, leaseKey, update),
     delete: (leaseKey: string, _options?: StoreCallOptions) => deleteLease(context, leaseKey),
@@ -271,15 +280,70 @@ async function checkpointLease(
 ): Promise<LeaseWriteResult> {
   checkPosition(context, 'checkpoint', update.checkpoint);
   checkPosition(context, 'pending checkpoint', update.pendingCheckpoint);
+  return conditionalUpdate(context, 'checkpointing', leaseKey, leaseCounter, checkpointAssignments(update));
+}
+
+function checkpointAssignments(update: CheckpointUpdate): RawBuilder<unknown>[] {
   const pending = update.pendingCheckpoint ?? null;
-  return conditionalUpdate(context, 'checkpointing', leaseKey, leaseCounter, [
+  return [
     assign('checkpoint_sequence_number', update.checkpoint.sequenceNumber),
     assign('checkpoint_sub_sequence_number', update.checkpoint.subSequenceNumber),
     assign('pending_checkpoint_sequence_number', pending?.sequenceNumber ?? null),
     assign('pending_checkpoint_sub_sequence_number', pending?.subSequenceNumber ?? null),
     assign('owner_switches_since_checkpoint', 0),
     incrementCounter(),
-  ]);
+  ];
+}
+
+/** Thrown inside the transaction to roll it back when the fenced write did not apply. */
+class LostRace {
+  constructor(readonly reason: LostRaceReason) {}
+}
+
+/**
+ * Exactly-once processing (ARCHITECTURE §6): the application's writes and the checkpoint in one
+ * transaction, opened on the caller's Kysely instance (its plugins apply to the application's writes;
+ * the store's own statement runs without them). The lease row is written last — after the
+ * application's writes, just before the commit — so its row lock is held only for the commit, and the
+ * lock order is always "the application's rows, then the lease row". The isolation level is the
+ * database's default (PostgreSQL READ COMMITTED, MySQL/MariaDB REPEATABLE READ; the fenced UPDATE
+ * reads the latest committed counter under both); SQLite's deferred transaction takes the database's
+ * write lock at its first write. A write conflict is not retried here: the application's part may
+ * not be repeatable, so the error (retryable) goes to the caller, whose batch is retried.
+ */
+async function checkpointLeaseInTransaction<T>(
+  context: SqlStoreContext,
+  leaseKey: string,
+  leaseCounter: number,
+  work: TransactionalCheckpointWork<T>,
+  options: StoreCallOptions | undefined,
+): Promise<TransactionalCheckpointResult<T>> {
+  return runSql(
+    context,
+    `checkpointing lease ${JSON.stringify(leaseKey)} in a transaction`,
+    async () => {
+      try {
+        return await context.userDb.transaction().execute(async (transaction) => {
+          const { update, value } = await work(transaction);
+          checkPosition(context, 'checkpoint', update.checkpoint);
+          checkPosition(context, 'pending checkpoint', update.pendingCheckpoint);
+          options?.signal?.throwIfAborted();
+          const result = await fencedUpdate(
+            { ...context, db: transaction.withoutPlugins() },
+            leaseKey,
+            leaseCounter,
+            checkpointAssignments(update),
+          );
+          if (!result.ok) throw new LostRace(result.reason);
+          return { ok: true as const, lease: result.lease, value };
+        });
+      } catch (error) {
+        if (error instanceof LostRace) return { ok: false, reason: error.reason };
+        throw error;
+      }
+    },
+    1,
+  );
 }
 
 async function updateLeaseMeta(
@@ -326,24 +390,34 @@ function conditionalUpdate(
   leaseCounter: number,
   assignments: readonly RawBuilder<unknown>[],
 ): Promise<LeaseWriteResult> {
-  return runSql(context, `${operation} lease ${JSON.stringify(leaseKey)}`, async () => {
-    if (Number.isSafeInteger(leaseCounter)) {
-      const outcome = await context.flavor.updateLease(context.db, context.tables, {
-        applicationName: context.applicationName,
-        leaseKey,
-        leaseCounter,
-        assignments,
-      });
-      if (outcome.updated) return { ok: true, lease: leaseFromRow(outcome.row, context.store) };
-      if (outcome.exists !== undefined) {
-        return { ok: false, reason: outcome.exists ? 'counter-mismatch' : 'not-found' };
-      }
-    }
-    const { rows } = await selectExistingLeaseKeys(context.tables, context.applicationName, [
+  return runSql(context, `${operation} lease ${JSON.stringify(leaseKey)}`, () =>
+    fencedUpdate(context, leaseKey, leaseCounter, assignments),
+  );
+}
+
+/** The statements of `conditionalUpdate`, on `context.db` (which may be a transaction). */
+async function fencedUpdate(
+  context: SqlStoreContext,
+  leaseKey: string,
+  leaseCounter: number,
+  assignments: readonly RawBuilder<unknown>[],
+): Promise<LeaseWriteResult> {
+  if (Number.isSafeInteger(leaseCounter)) {
+    const outcome = await context.flavor.updateLease(context.db, context.tables, {
+      applicationName: context.applicationName,
       leaseKey,
-    ]).execute(context.db);
-    return { ok: false, reason: rows.length > 0 ? 'counter-mismatch' : 'not-found' };
-  });
+      leaseCounter,
+      assignments,
+    });
+    if (outcome.updated) return { ok: true, lease: leaseFromRow(outcome.row, context.store) };
+    if (outcome.exists !== undefined) {
+      return { ok: false, reason: outcome.exists ? 'counter-mismatch' : 'not-found' };
+    }
+  }
+  const { rows } = await selectExistingLeaseKeys(context.tables, context.applicationName, [leaseKey]).execute(
+    context.db,
+  );
+  return { ok: false, reason: rows.length > 0 ? 'counter-mismatch' : 'not-found' };
 }
 
 async function renewLeases(

@@ -202,7 +202,12 @@ describe('createSqlLeaseStore', () => {
     });
     expect(store.specificationVersion).toBe('v2');
     expect(store.applicationName).toBe('billing');
-    expect(store.capabilities).toEqual({ batchRenew: true, consistentReads: true, sessionLiveness: true });
+    expect(store.capabilities).toEqual({
+      batchRenew: true,
+      consistentReads: true,
+      sessionLiveness: true,
+      transactionalCheckpoint: true,
+    });
     expect(store.flavor).toBe('mysql');
     expect(store.description).toBe('MySQL/MariaDB table "leases" (application "billing")');
   });
@@ -256,6 +261,7 @@ describe('createSqlLeaseStore', () => {
     expect(Object.keys(store.leases).sort()).toEqual(
       [
         'checkpoint',
+        'checkpointInTransaction',
         'completeHandoff',
         'create',
         'delete',
@@ -269,6 +275,7 @@ describe('createSqlLeaseStore', () => {
         'updateMeta',
       ].sort(),
     );
+    expect(typeof guarded.leases.checkpointInTransaction).toBe('function');
     expect(Object.keys(store.workers).sort()).toEqual(['heartbeat', 'list', 'remove']);
     expect(Object.keys(store.admin).sort()).toEqual(
       ['ensureSchema', 'getMigrationMarker', 'scan', 'setMigrationMarker'].sort(),

@@ -41,6 +41,7 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     // The store's SQL names every column itself; a user's plugins (CamelCasePlugin, say) must not
     // rewrite it.
     db: resolved.db.withoutPlugins(),
+    userDb: resolved.db,
     flavor,
     tables: tableNames,
     applicationName,
@@ -60,7 +61,12 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     applicationName,
     // MySQL needs four round trips for a batch (begin, locking read, update, commit), still one
     // UPDATE statement and a constant number of round trips for any number of leases.
-    capabilities: { batchRenew: true, consistentReads: true, sessionLiveness: sessions !== null },
+    capabilities: {
+      batchRenew: true,
+      consistentReads: true,
+      sessionLiveness: sessions !== null,
+      transactionalCheckpoint: true,
+    },
     description,
     flavor: flavor.name,
     tableNames,

@@ -11,6 +11,11 @@ import type { AnyKysely } from './sql-types.js';
 export interface SqlStoreContext {
   /** The caller's Kysely instance without its plugins. */
   readonly db: AnyKysely;
+  /**
+   * The caller's Kysely instance as given, plugins included: the transactions handed to the
+   * application (`checkpointInTransaction`) are opened on it, so its plugins apply to its own writes.
+   */
+  readonly userDb: AnyKysely;
   readonly flavor: SqlFlavor;
   readonly tables: SqlLeaseTableNames;
   readonly applicationName: string;
@@ -31,13 +36,14 @@ export async function runSql<T>(
   context: SqlStoreContext,
   operation: string,
   body: () => Promise<T>,
+  attempts: number = CONFLICT_ATTEMPTS,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await body();
     } catch (error) {
       if (KclError.is(error)) throw error;
-      if (attempt < CONFLICT_ATTEMPTS && isWriteConflict(error)) continue;
+      if (attempt < attempts && isWriteConflict(error)) continue;
       throw toLeaseStoreError(error, { store: context.store, operation, tables: context.tables });
     }
   }

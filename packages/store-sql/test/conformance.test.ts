@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import type { ConformanceSessionHarness } from '@kcl/testkit/conformance';
+import type { ConformanceSessionHarness, ConformanceTransactionHarness } from '@kcl/testkit/conformance';
 import { describeLeaseStoreConformance } from '@kcl/testkit/conformance';
 import { sql } from 'kysely';
+import type { SqlTransaction } from '../src/index.js';
 import { createSqlLeaseStore, sqlLeaseTableNames } from '../src/index.js';
 import { mysqlSessionLockName } from '../src/mysql/mysql-sessions.js';
 import { postgresSessionKeys } from '../src/postgres/postgres-sessions.js';
@@ -44,6 +45,34 @@ function sessionHarness(database: TestDatabase): ConformanceSessionHarness {
   };
 }
 
+/** An application table beside the lease tables, written through the store's transactions. */
+async function transactionHarness(database: TestDatabase): Promise<ConformanceTransactionHarness> {
+  const { db, flavor } = database;
+  const text = flavor === 'mysql' ? sql`varchar(200)` : sql`text`;
+  await sql`create table if not exists ${sql.table('conformance_output')} (
+    ${sql.ref('application_name')} ${text} not null,
+    ${sql.ref('record_key')} ${text} not null,
+    primary key (${sql.ref('application_name')}, ${sql.ref('record_key')}))`.execute(db);
+  return {
+    async write(transaction, applicationName, key) {
+      await (transaction as SqlTransaction)
+        .insertInto('conformance_output')
+        .values({ application_name: applicationName, record_key: key })
+        .execute();
+    },
+    async read(applicationName) {
+      const rows = await db
+        .selectFrom('conformance_output')
+        .select('record_key')
+        .where('application_name', '=', applicationName)
+        .orderBy('record_key')
+        .execute();
+      return rows.map((row) => String(row.record_key));
+    },
+    concurrentWriters: flavor !== 'sqlite',
+  };
+}
+
 for (const dialect of TEST_DIALECTS) {
   let database: TestDatabase | undefined;
   describeLeaseStoreConformance({
@@ -63,6 +92,7 @@ for (const dialect of TEST_DIALECTS) {
           }),
         readRawLease: (applicationName, leaseKey) => readRawLease(created.db, applicationName, leaseKey),
         ...(sessions ? { sessions: sessionHarness(created) } : {}),
+        transactions: await transactionHarness(created),
       };
     },
     teardown: async () => {

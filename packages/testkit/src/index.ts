@@ -29,7 +29,12 @@ export {
 } from './java-lease-table.js';
 export type { ManualClockOptions } from './manual-clock.js';
 export { ManualClock, settle } from './manual-clock.js';
-export type { ApplicationState, MemoryLeaseStore, MemoryLeaseStoreOptions } from './memory-lease-store.js';
+export type {
+  ApplicationState,
+  MemoryLeaseStore,
+  MemoryLeaseStoreOptions,
+  MemoryTransaction,
+} from './memory-lease-store.js';
 export { createMemoryLeaseStore, MemoryLeaseTable } from './memory-lease-store.js';
 export type { ServiceCheck } from './services.js';
 export { checkService, isCi } from './services.js';

@@ -10,6 +10,9 @@ import type {
   LeaseStoreAdministration,
   LeaseWriteResult,
   MigrationMarker,
+  StoreCallOptions,
+  TransactionalCheckpointResult,
+  TransactionalCheckpointWork,
   WorkerRecord,
   WorkerRegistry,
   WorkerSession,
@@ -86,6 +89,21 @@ export interface MemoryLeaseStoreOptions {
    * connection does to a database session.
    */
   readonly sessions?: boolean;
+  /**
+   * Simulated transactional checkpoints (default false): `capabilities.transactionalCheckpoint` is
+   * true and `leases.checkpointInTransaction` hands `work` a `MemoryTransaction`, whose commit actions
+   * run in the same step as the fenced checkpoint write, and only when it applies.
+   */
+  readonly transactions?: boolean;
+}
+
+/**
+ * The transaction a memory store with `transactions: true` hands to `checkpointInTransaction`'s work:
+ * the application registers what its commit does (an insert into an array, say), and the store runs
+ * it atomically with the checkpoint write when the write applies, never otherwise.
+ */
+export interface MemoryTransaction {
+  onCommit(action: () => void): void;
 }
 
 export interface MemoryLeaseStore extends LeaseStore {
@@ -111,6 +129,10 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
   if (typeof sessions !== 'boolean') {
     throw new ConfigurationError('@kcl/testkit memory store', ['sessions must be a boolean']);
   }
+  const transactions = options.transactions ?? false;
+  if (typeof transactions !== 'boolean') {
+    throw new ConfigurationError('@kcl/testkit memory store', ['transactions must be a boolean']);
+  }
   const state = (): ApplicationState => table.application(applicationName);
   const description = `memory store (application ${JSON.stringify(applicationName)})`;
   /** The sessions this store attached, which its `close()` ends. */
@@ -133,6 +155,44 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
 
   const renew = (leaseKey: string, leaseCounter: number): Promise<LeaseWriteResult> =>
     conditional(leaseKey, leaseCounter, (lease) => lease);
+
+  const checkpointInTransaction = async <T>(
+    leaseKey: string,
+    leaseCounter: number,
+    work: TransactionalCheckpointWork<T>,
+    options?: StoreCallOptions,
+  ): Promise<TransactionalCheckpointResult<T>> => {
+    const actions: Array<() => void> = [];
+    let open = true;
+    const transaction: MemoryTransaction = {
+      onCommit(action) {
+        if (!open) throw new Error('@kcl/testkit memory store: the transaction has ended');
+        actions.push(action);
+      },
+    };
+    let decision: Awaited<ReturnType<TransactionalCheckpointWork<T>>>;
+    try {
+      decision = await work(transaction);
+    } finally {
+      open = false;
+    }
+    options?.signal?.throwIfAborted();
+    await tick();
+    const stored = state().leases;
+    const current = stored.get(leaseKey);
+    if (current === undefined) return { ok: false, reason: 'not-found' };
+    if (current.leaseCounter !== leaseCounter) return { ok: false, reason: 'counter-mismatch' };
+    const next = freeze({
+      ...current,
+      checkpoint: decision.update.checkpoint,
+      pendingCheckpoint: decision.update.pendingCheckpoint ?? null,
+      ownerSwitchesSinceCheckpoint: 0,
+      leaseCounter: current.leaseCounter + 1,
+    });
+    stored.set(leaseKey, next);
+    for (const action of actions) action();
+    return { ok: true, lease: next, value: decision.value };
+  };
 
   const leases: LeaseRepository = {
     async list() {
@@ -222,6 +282,8 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       }));
     },
 
+    ...(transactions ? { checkpointInTransaction } : {}),
+
     async updateMeta(leaseKey, update: LeaseMetaUpdate) {
       await tick();
       const stored = state().leases;
@@ -295,7 +357,12 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
   return {
     specificationVersion: 'v2',
     applicationName,
-    capabilities: { batchRenew: true, consistentReads: true, sessionLiveness: sessions },
+    capabilities: {
+      batchRenew: true,
+      consistentReads: true,
+      sessionLiveness: sessions,
+      ...(transactions ? { transactionalCheckpoint: true } : {}),
+    },
     description,
     table,
     leases,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { conformanceCases, describeLeaseStoreConformance } from '../src/conformance/index.js';
+import type { MemoryTransaction } from '../src/index.js';
 import { createMemoryLeaseStore, MemoryLeaseTable } from '../src/index.js';
 
 const table = new MemoryLeaseTable();
@@ -16,12 +17,23 @@ describeLeaseStoreConformance({
 });
 
 const sessionTable = new MemoryLeaseTable();
+/** The application table the transaction cases write, committed rows per application. */
+const committedRows = new Map<string, string[]>();
 
 describeLeaseStoreConformance({
-  name: 'memory with sessions',
+  name: 'memory with sessions and transactions',
   setup: async () => ({
     createStore: (applicationName) =>
-      createMemoryLeaseStore({ applicationName, table: sessionTable, sessions: true }),
+      createMemoryLeaseStore({ applicationName, table: sessionTable, sessions: true, transactions: true }),
+    transactions: {
+      async write(transaction, applicationName, key) {
+        (transaction as MemoryTransaction).onCommit(() => {
+          committedRows.set(applicationName, [...(committedRows.get(applicationName) ?? []), key].sort());
+        });
+      },
+      read: async (applicationName) => committedRows.get(applicationName) ?? [],
+      concurrentWriters: true,
+    },
     sessions: {
       killSession: async (applicationName, workerId) => {
         if (!sessionTable.dropWorkerSession(applicationName, workerId)) {

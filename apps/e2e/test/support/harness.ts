@@ -93,7 +93,7 @@ export class FleetHarness {
   async spawn(
     workerId: string,
     store: StoreConfig = this.options.store,
-    extra: Pick<WorkerProcessConfig, 'shutdownRequestedDelayMs'> = {},
+    extra: Pick<WorkerProcessConfig, 'shutdownRequestedDelayMs' | 'outputTable'> = {},
   ): Promise<void> {
     const outputFile = join(this.options.dir, `${workerId}.jsonl`);
     const batchFile = join(this.options.dir, `${workerId}.batches.jsonl`);

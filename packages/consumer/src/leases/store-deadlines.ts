@@ -8,12 +8,17 @@ import { withDeadline } from '../deadline.js';
  * wait for them) must answer within `timeoutMs`, or it fails with a retryable `LeaseStoreError`; the
  * call's signal is aborted then, so a store that can cancel does. A hung call therefore cannot stop
  * renewal, expiry or shutdown; a late answer is ignored (a write it made may still have applied, which
- * the lease keeper allows for). A store's session liveness passes through, and the calls of a session
+ * the lease keeper allows for). `leases.checkpointInTransaction` has no deadline: the application's
+ * writes run inside it, and the lease bounds it. A store's session liveness passes through, and the calls of a session
  * attached through it (`session.check`, `session.close`) get the same deadline.
  */
 export function withStoreDeadlines(store: LeaseStore, clock: Clock, timeoutMs: number): LeaseStore {
   return interceptLeaseStore(store, (operation, options, call) => {
-    if (operation === 'admin.ensureSchema') return call(options);
+    // A transactional checkpoint runs the application's writes: it is bounded by the lease (its
+    // signal aborts when the lease is lost or expires), not by the store call timeout.
+    if (operation === 'admin.ensureSchema' || operation === 'leases.checkpointInTransaction') {
+      return call(options);
+    }
     return withDeadline(
       clock,
       timeoutMs,

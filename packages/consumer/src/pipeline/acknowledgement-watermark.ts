@@ -68,6 +68,20 @@ export class AcknowledgementWatermark<T extends Acknowledgeable> {
     return passed;
   }
 
+  /**
+   * Where the watermark would be if `extra` were acknowledged too (without moving it): the position of
+   * the last entry of the contiguous run from the front that is acknowledged or in `extra`.
+   */
+  positionIfDone(extra: ReadonlySet<T>): ExtendedSequenceNumber | null {
+    let position = this.#position;
+    for (let index = this.#head; index < this.#entries.length; index++) {
+      const entry = this.#entries[index] as T;
+      if (!entry.done && !extra.has(entry)) break;
+      position = entry.position;
+    }
+    return position;
+  }
+
   /** Forgets every pending entry (the pipeline stopped). */
   clear(): void {
     this.#entries = [];

@@ -42,6 +42,11 @@ export class Admission {
     return this.#watermark.position;
   }
 
+  /** Where the watermark would be once `messages` are acknowledged (it does not move now). */
+  watermarkIfAcknowledged(messages: readonly TrackedMessage[]): ExtendedSequenceNumber | null {
+    return this.#watermark.positionIfDone(new Set(messages));
+  }
+
   /** How many messages the watermark has passed so far. */
   get covered(): number {
     return this.#watermark.covered;

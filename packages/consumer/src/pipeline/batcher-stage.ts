@@ -150,11 +150,18 @@ export class BatcherStage {
       if (handleBatch === null) return;
       for (let attempt = 1; ; attempt++) {
         for (const message of messages) message.beginAttempt();
+        const attemptMessages = messages;
         try {
           await stage.counted(() =>
             handleBatch(
               messages,
-              { batchKey: batch.batchKey, size: messages.length, trigger, attempt },
+              {
+                batchKey: batch.batchKey,
+                size: messages.length,
+                trigger,
+                attempt,
+                transaction: (work) => stage.transaction(attemptMessages, work),
+              },
               stage.context,
             ),
           );

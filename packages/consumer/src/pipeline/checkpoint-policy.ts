@@ -1,5 +1,5 @@
 import type { ExtendedSequenceNumber } from '@kcl/core';
-import { LeaseLostError } from '@kcl/core';
+import { KclError, LeaseLostError } from '@kcl/core';
 import { Mutex } from '../mutex.js';
 import type { Checkpointer } from '../processing/record-processor.js';
 import type { Admission } from './admission.js';
@@ -70,6 +70,38 @@ export class CheckpointPolicy {
       });
     this.#queued = run;
     return run;
+  }
+
+  /**
+   * A batch's transaction (`BatchInfo.transaction`): `work` and the checkpoint at `position` (where
+   * the watermark reaches once the batch is acknowledged) commit together, in turn with the watermark
+   * writes, so a plain checkpoint of an older watermark never follows it. A position not past the last
+   * checkpoint leaves the checkpoint where it is.
+   */
+  transaction<Transaction, T>(
+    position: ExtendedSequenceNumber | null,
+    work: (transaction: Transaction) => Promise<T> | T,
+  ): Promise<T> {
+    return this.#mutex.run(async () => {
+      const checkpointer = this.#checkpointer;
+      if (checkpointer === null) {
+        throw new KclError(
+          'PIPELINE_STOPPED',
+          `@kcl/consumer: the pipeline of ${this.#stage.context.leaseKey} has no checkpointer yet`,
+        );
+      }
+      const value = await checkpointer.transaction<Transaction, T>(async (transaction, checkpoint) => {
+        const last = checkpointer.lastCheckpoint;
+        const target = position?.isAfter(last) ? position : last;
+        checkpoint.checkpoint(target.sequenceNumber, target.subSequenceNumber);
+        return work(transaction);
+      });
+      const written = checkpointer.lastCheckpoint;
+      if (this.#lastCheckpointed === null || written.isAfter(this.#lastCheckpointed)) {
+        this.#lastCheckpointed = written;
+      }
+      return value;
+    });
   }
 
   /** Checkpoints SHARD_END (after the last watermark write), and nothing after it. */

@@ -37,6 +37,24 @@ export interface BatchInfo {
   readonly trigger: BatchTrigger;
   /** 1 for the first attempt; a retry of failed messages counts up. */
   readonly attempt: number;
+  /**
+   * Exactly-once (ARCHITECTURE §6), on a store with transactional checkpoints (`@kcl/store-sql`; set
+   * the consumer option `exactlyOnce`): runs `work` in a transaction on the store's database and
+   * commits it with the checkpoint at the position the watermark reaches once this batch's messages
+   * are acknowledged — as `checkpointer.transaction` does for a `RecordProcessor`. Throw (from `work`
+   * or after it) to fail the whole batch, which was rolled back.
+   *
+   * Exactly-once holds when that position is the batch's last message, i.e. when every message before
+   * it was acknowledged or is in the batch: batches handed over one at a time in shard order —
+   * `batchers.concurrency` 1, one `batchKey`, and without `handleMessage` or with
+   * `processors.concurrency` 1 — and no message of the batch failed on its own (`message.fail`) while
+   * `work` wrote it. Otherwise the checkpoint stops at the first message not yet acknowledged, and the
+   * rows written for the messages after it are written again if the lease moves before the next
+   * checkpoint covers them (at-least-once for those).
+   */
+  transaction<Transaction = unknown, T = void>(
+    work: (transaction: Transaction) => Promise<T> | T,
+  ): Promise<T>;
 }
 
 export interface FailureContext extends PipelineContext {

@@ -7,7 +7,12 @@ import {
 } from '@kcl/core';
 import { ManualClock, settle } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
-import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from '../processing/record-processor.js';
+import type {
+  Checkpointer,
+  KinesisRecord,
+  PreparedCheckpointer,
+  TransactionCheckpoint,
+} from '../processing/record-processor.js';
 import { createPipelineProcessorFactory } from './create-pipeline-processor-factory.js';
 import { hashPartition } from './partitioned-queue.js';
 import type { PipelineMessage } from './pipeline-message.js';
@@ -52,6 +57,29 @@ class RecordingCheckpointer implements Checkpointer {
 
   prepareCheckpoint(): Promise<PreparedCheckpointer> {
     throw new Error('not used by the pipeline');
+  }
+
+  /** Commits the rows `work` staged in its `string[]` transaction, with the checkpoint it set, or nothing. */
+  readonly committed: string[] = [];
+
+  async transaction<Transaction = unknown, T = void>(
+    work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
+  ): Promise<T> {
+    const staged: string[] = [];
+    let target = this.largestPermitted;
+    const value = await work(staged as Transaction, {
+      checkpoint: (sequenceNumber, subSequenceNumber) => {
+        target = ExtendedSequenceNumber.of(sequenceNumber ?? '', subSequenceNumber ?? 0);
+      },
+      checkpointRecord: (record) => {
+        target = position(record as KinesisRecord);
+      },
+    });
+    if (target.isBefore(this.lastCheckpoint)) throw new InvalidCheckpointError(`${target} goes backwards`);
+    this.committed.push(...staged);
+    this.written.push(`transaction ${target}`);
+    this.lastCheckpoint = target;
+    return value;
   }
 }
 
@@ -526,6 +554,71 @@ describe('pipeline failures', () => {
       [[1], 'retry', 2],
     ]);
     expect(checkpointer.written).toEqual([sequenceOf(0), sequenceOf(2)]);
+  });
+});
+
+describe('pipeline batch transactions', () => {
+  it('commits each batch with the checkpoint at its last message when batches go one at a time in shard order', async () => {
+    const { clock, checkpointer, deliver } = harness({
+      batchers: { batchSize: 2, batchTimeoutMs: 100 },
+      checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+      handleBatch: (messages, info) =>
+        info.transaction<string[]>((rows) => {
+          rows.push(...messages.map((message) => String(indexOf(message))));
+        }),
+    });
+    await deliver(makeRecords(5));
+    await settle();
+    await clock.advance(100);
+    expect(checkpointer.committed).toEqual(['0', '1', '2', '3', '4']);
+    expect(checkpointer.written).toEqual([
+      `transaction ${sequenceOf(1)}`,
+      `transaction ${sequenceOf(3)}`,
+      `transaction ${sequenceOf(4)}`,
+    ]);
+  });
+
+  it('stops the checkpoint before a message still in flight: a batch that overtakes an earlier one does not move it', async () => {
+    const gates = new Gates();
+    const { checkpointer, deliver } = harness({
+      batchers: { concurrency: 2, batchSize: 2 },
+      checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+      handleBatch: async (messages, info) => {
+        await gates.wait(indexOf(messages[0] as PipelineMessage));
+        await info.transaction<string[]>((rows) => {
+          rows.push(...messages.map((message) => String(indexOf(message))));
+        });
+      },
+    });
+    await deliver(makeRecords(4));
+    await settle();
+    await gates.open(2);
+    expect(checkpointer.committed).toEqual(['2', '3']);
+    expect(checkpointer.written).toEqual(['transaction TRIM_HORIZON']);
+    await gates.open(0);
+    expect(checkpointer.committed).toEqual(['2', '3', '0', '1']);
+    expect(checkpointer.written).toEqual(['transaction TRIM_HORIZON', `transaction ${sequenceOf(3)}`]);
+  });
+
+  it('fails the whole batch when the transaction fails: nothing committed, the batch retried', async () => {
+    let attempts = 0;
+    const { clock, checkpointer, deliver } = harness({
+      batchers: { batchSize: 2 },
+      checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+      retry: { initialMs: 10, maxMs: 10 },
+      handleBatch: (messages, info) =>
+        info.transaction<string[]>((rows) => {
+          attempts += 1;
+          rows.push(...messages.map((message) => String(indexOf(message))));
+          if (attempts === 1) throw new Error('deadlock detected');
+        }),
+    });
+    await deliver(makeRecords(2));
+    await settle();
+    expect(checkpointer.committed).toEqual([]);
+    await clock.advance(20);
+    expect(checkpointer.committed).toEqual(['0', '1']);
+    expect(checkpointer.written).toEqual([`transaction ${sequenceOf(1)}`]);
   });
 });
 

@@ -69,6 +69,8 @@ export class PipelineProcessor implements RecordProcessor {
       halt: this.#halt.signal,
       counted: (call) => this.#counted(call),
       acknowledge: (message) => this.#acknowledge(message),
+      transaction: (messages, work) =>
+        this.#checkpoints.transaction(this.#admission.watermarkIfAcknowledged(messages), work),
     };
     this.#admission = new Admission(stage, pipelineCapacity(options));
     this.#batchers = new BatcherStage(stage);

@@ -19,6 +19,11 @@ export interface PipelineStage {
   readonly counted: <T>(call: () => Promise<T> | T) => Promise<T>;
   /** Acknowledges a message (its last stage is done, or it was skipped). */
   readonly acknowledge: (message: TrackedMessage) => void;
+  /** `BatchInfo.transaction` of a batch of `messages`. */
+  readonly transaction: <Transaction, T>(
+    messages: readonly TrackedMessage[],
+    work: (transaction: Transaction) => Promise<T> | T,
+  ) => Promise<T>;
 }
 
 /**

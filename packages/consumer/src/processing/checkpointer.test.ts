@@ -1,5 +1,12 @@
 import type { KclEvent } from '@kcl/core';
-import { ExtendedSequenceNumber, InvalidCheckpointError, LeaseLostError, noopLogger } from '@kcl/core';
+import {
+  ExtendedSequenceNumber,
+  InvalidCheckpointError,
+  interceptLeaseStore,
+  LeaseLostError,
+  noopLogger,
+} from '@kcl/core';
+import type { MemoryTransaction } from '@kcl/testkit';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
 import { LeaseKeeper } from '../leases/lease-keeper.js';
@@ -211,5 +218,165 @@ describe('ShardCheckpointer', () => {
     const stored = await memory.leases.get('shard-1');
     expect(stored?.checkpoint.toString()).toBe('900');
     expect(stored?.pendingCheckpoint?.toString()).toBe('950');
+  });
+});
+
+describe('ShardCheckpointer.transaction', () => {
+  async function transactional(options: { readonly loseNextAnswer?: { value: boolean } } = {}) {
+    const clock = new ManualClock();
+    const memory = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
+    const lose = options.loseNextAnswer;
+    // Fault injection: the commit applies, its answer is lost.
+    const store = interceptLeaseStore(memory, async (operation, callOptions, call) => {
+      const result = await call(callOptions);
+      if (operation === 'leases.checkpointInTransaction' && lose?.value === true) {
+        lose.value = false;
+        throw new Error('connection reset after COMMIT');
+      }
+      return result;
+    });
+    const events: KclEvent[] = [];
+    const keeper = new LeaseKeeper({
+      store,
+      workerId: 'me',
+      leaseExpiryMs: 10_000,
+      clock,
+      logger: noopLogger,
+      emit: (event) => events.push(event),
+      onLost: () => {},
+    });
+    await memory.leases.create({ leaseKey: 'shard-1', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    const taken = await memory.leases.take('shard-1', 0, 'me');
+    if (!taken.ok) throw new Error('take');
+    const held = keeper.adopt(taken.lease, clock.monotonicNow());
+    const checkpointer = new ShardCheckpointer({
+      held,
+      keeper,
+      store,
+      workerId: 'me',
+      emit: (event) => events.push(event),
+    });
+    const output: string[] = [];
+    const insert = (transaction: MemoryTransaction, row: string) =>
+      transaction.onCommit(() => output.push(row));
+    return { store: memory, checkpointer, events, output, insert, clock, keeper };
+  }
+
+  it('commits the writes with a checkpoint at the end of the batch, and returns what the work returned', async () => {
+    const { checkpointer, store, events, output, insert } = await transactional();
+    checkpointer.beginDelivery(esn('300', 2));
+    const value = await checkpointer.transaction<MemoryTransaction, number>(async (transaction) => {
+      insert(transaction, 'a');
+      insert(transaction, 'b');
+      return 2;
+    });
+    expect(value).toBe(2);
+    expect(output).toEqual(['a', 'b']);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300/2');
+    expect(checkpointer.lastCheckpoint.toString()).toBe('300/2');
+    expect(events.filter((event) => event.type === 'checkpoint-written')).toHaveLength(1);
+  });
+
+  it('writes the checkpoint where the work put it, sub-sequence numbers included, and checks it as checkpoint() does', async () => {
+    const { checkpointer, store } = await transactional();
+    checkpointer.beginDelivery(esn('300', 2));
+    await checkpointer.transaction<MemoryTransaction>(async (_transaction, checkpoint) => {
+      checkpoint.checkpointRecord({ sequenceNumber: '300', subSequenceNumber: 1 });
+    });
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300/1');
+    await expect(
+      checkpointer.transaction(async (_transaction, checkpoint) => checkpoint.checkpoint('301')),
+    ).rejects.toThrow(InvalidCheckpointError);
+    await expect(
+      checkpointer.transaction(async (_transaction, checkpoint) => checkpoint.checkpoint('300', 0)),
+    ).rejects.toThrow(/never go backwards/);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300/1');
+  });
+
+  it("rejects with the work's own error and commits nothing", async () => {
+    const { checkpointer, store, output, insert } = await transactional();
+    checkpointer.beginDelivery(esn('300'));
+    const failure = new Error('the application failed');
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+    expect(checkpointer.lastCheckpoint.sentinel).toBe('TRIM_HORIZON');
+  });
+
+  it('rejects with LeaseLostError and commits nothing when another worker took the lease', async () => {
+    const { checkpointer, store, output, insert } = await transactional();
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        const current = await store.leases.get('shard-1');
+        await store.leases.take('shard-1', current?.leaseCounter ?? 0, 'thief');
+      }),
+    ).rejects.toThrow(LeaseLostError);
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.owner).toBe('thief');
+  });
+
+  it('never runs a transaction again whose commit applied but whose answer was lost: the batch resumes after it', async () => {
+    const loseNextAnswer = { value: true };
+    const { checkpointer, store, output, insert } = await transactional({ loseNextAnswer });
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'first')),
+    ).rejects.toThrow(/connection reset/);
+    expect(output).toEqual(['first']);
+    expect(checkpointer.lastCheckpoint.sentinel).toBe('TRIM_HORIZON');
+    // The retry of the batch: the stored checkpoint shows the commit, so nothing is written twice.
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'again')),
+    ).rejects.toThrow(/earlier transaction whose answer was lost committed/);
+    expect(output).toEqual(['first']);
+    expect(checkpointer.lastCheckpoint.toString()).toBe('300');
+    expect((await store.leases.get('shard-1'))?.owner).toBe('me');
+  });
+
+  it('refuses a checkpointer call inside the work at once instead of waiting for the transaction', async () => {
+    const { checkpointer, store, output, insert } = await transactional();
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await checkpointer.checkpoint();
+      }),
+    ).rejects.toThrow(/inside checkpointer.transaction/);
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+    // Afterwards the checkpointer works as before.
+    await checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'b'));
+    expect(output).toEqual(['b']);
+  });
+
+  it('rolls back and rejects with LeaseLostError when the lease expires while the work runs', async () => {
+    const { checkpointer, store, output, insert, clock, keeper } = await transactional();
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await clock.advance(10_001);
+      }),
+    ).rejects.toThrow(LeaseLostError);
+    watching.abort();
+    expect(output).toEqual([]);
+    expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+  });
+
+  it('fails with a ConfigurationError on a store without transactional checkpoints', async () => {
+    const { checkpointer } = await setup();
+    checkpointer.beginDelivery(esn('300'));
+    await expect(checkpointer.transaction(async () => {})).rejects.toThrow(
+      /cannot checkpoint in a transaction/,
+    );
   });
 });

@@ -1,9 +1,28 @@
-import type { KclEvent, Lease, LeaseStore } from '@kcl/core';
-import { ExtendedSequenceNumber, InvalidCheckpointError, KclError, LeaseLostError } from '@kcl/core';
+import type {
+  KclEvent,
+  Lease,
+  LeaseRepository,
+  LeaseStore,
+  LeaseWriteResult,
+  TransactionalCheckpointResult,
+} from '@kcl/core';
+import {
+  ConfigurationError,
+  ExtendedSequenceNumber,
+  InvalidCheckpointError,
+  KclError,
+  LeaseLostError,
+  offersTransactionalCheckpoint,
+} from '@kcl/core';
 import type { HeldLease } from '../leases/held-lease.js';
 import type { LeaseKeeper } from '../leases/lease-keeper.js';
 import { Mutex } from '../mutex.js';
-import type { Checkpointer, KinesisRecord, PreparedCheckpointer } from './record-processor.js';
+import type {
+  Checkpointer,
+  KinesisRecord,
+  PreparedCheckpointer,
+  TransactionCheckpoint,
+} from './record-processor.js';
 
 export interface ShardCheckpointerOptions {
   readonly held: HeldLease;
@@ -40,6 +59,8 @@ export class ShardCheckpointer implements Checkpointer {
   #largestRecord: ExtendedSequenceNumber;
   /** `#largestPermitted` when the shard ended: a checkpoint from the last record up to it means SHARD_END. */
   #positionAtShardEnd: ExtendedSequenceNumber | null = null;
+  /** A transaction's work is running (`transaction`): the other calls would wait for it. */
+  #workRunning = false;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
@@ -119,6 +140,8 @@ export class ShardCheckpointer implements Checkpointer {
   }
 
   checkpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<void> {
+    const refused = this.#refuseInsideTransaction('checkpoint');
+    if (refused !== null) return Promise.reject(refused);
     return this.#mutex.run(async () => {
       const target = this.#resolve(sequenceNumber, subSequenceNumber);
       if (target.equals(this.#lastCheckpoint)) return;
@@ -142,6 +165,8 @@ export class ShardCheckpointer implements Checkpointer {
   }
 
   prepareCheckpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<PreparedCheckpointer> {
+    const refused = this.#refuseInsideTransaction('prepareCheckpoint');
+    if (refused !== null) return Promise.reject(refused);
     return this.#mutex.run(async () => {
       const target = this.#resolve(sequenceNumber, subSequenceNumber);
       if (!target.equals(this.#lastCheckpoint)) await this.#write(this.#lastCheckpoint, target);
@@ -150,6 +175,140 @@ export class ShardCheckpointer implements Checkpointer {
         checkpoint: () => this.checkpoint(target.sequenceNumber, target.subSequenceNumber),
       };
     });
+  }
+
+  transaction<Transaction = unknown, T = void>(
+    work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
+  ): Promise<T> {
+    const refused = this.#refuseInsideTransaction('transaction');
+    if (refused !== null) return Promise.reject(refused);
+    return this.#mutex.run(() => this.#transaction(work));
+  }
+
+  /**
+   * A checkpointer call made while a transaction's work runs would wait for that transaction, which
+   * waits for the work: refused at once. (Calls to one processor never overlap, and the pipeline's
+   * checkpoints take turns with its transactions, so such a call comes from inside the work.)
+   */
+  #refuseInsideTransaction(call: string): InvalidCheckpointError | null {
+    if (!this.#workRunning) return null;
+    return new InvalidCheckpointError(
+      `@kcl/consumer: lease ${this.#options.held.leaseKey}: ${call}() was called inside checkpointer.transaction, where it would wait for the transaction forever; set the transaction's checkpoint with the second argument of its work (checkpoint.checkpointRecord(record))`,
+    );
+  }
+
+  /**
+   * ARCHITECTURE §6, exactly-once: the lease's write turn is taken first (renewals skip the lease
+   * while the transaction is open, so none of this worker's renewals waits on it, not even on
+   * SQLite's one connection), then the store runs the transaction: `work`, the fenced checkpoint
+   * write, the commit. Nothing is retried inside: a transaction that may have committed is never run
+   * again, except after a lost race that the stored lease shows was only an unanswered renewal of ours.
+   */
+  async #transaction<Transaction, T>(
+    work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
+  ): Promise<T> {
+    const { held, keeper, store, workerId, emit } = this.#options;
+    const leaseKey = held.leaseKey;
+    if (!offersTransactionalCheckpoint(store)) {
+      throw new ConfigurationError('@kcl/consumer checkpointer.transaction', [
+        `the lease store ${store.description} cannot checkpoint in a transaction (capabilities.transactionalCheckpoint is not set): use a @kcl/store-sql store for exactly-once processing, or checkpoint() for at-least-once`,
+      ]);
+    }
+    const leases = store.leases as Required<LeaseRepository>;
+    let target = this.#resolve(undefined, undefined);
+    const scope: TransactionCheckpoint = {
+      checkpoint: (sequenceNumber, subSequenceNumber) => {
+        target = this.#resolve(sequenceNumber, subSequenceNumber);
+      },
+      checkpointRecord: (record) => {
+        target = this.#resolve(record.sequenceNumber, record.subSequenceNumber);
+      },
+    };
+    const initialTarget = target;
+    let failure: { readonly error: unknown } | null = null;
+    let committed: { readonly value: T; readonly checkpoint: ExtendedSequenceNumber } | null = null;
+    const lastCheckpoint = this.#lastCheckpoint;
+    let result: LeaseWriteResult | null;
+    try {
+      result = await keeper.write(
+        held,
+        'checkpoint',
+        async (lease): Promise<LeaseWriteResult> => {
+          // Run again after a lost race on our own counter: when the stored checkpoint moved past ours,
+          // a transaction whose answer was lost committed after all; its records must not be written
+          // twice, so the batch is retried from there instead.
+          if (lease.checkpoint.isAfter(lastCheckpoint) && !lease.checkpoint.isAfter(this.#largestPermitted)) {
+            this.#lastCheckpoint = lease.checkpoint;
+            throw new KclError(
+              'CHECKPOINT_TRANSACTION_SUPERSEDED',
+              `@kcl/consumer: lease ${leaseKey}: an earlier transaction whose answer was lost committed checkpoint ${lease.checkpoint}; this one was rolled back and the batch is retried after that checkpoint`,
+              { retryable: true },
+            );
+          }
+          target = initialTarget;
+          const outcome: TransactionalCheckpointResult<T> = await leases.checkpointInTransaction<T>(
+            leaseKey,
+            lease.leaseCounter,
+            async (transaction) => {
+              let value: T;
+              try {
+                this.#workRunning = true;
+                value = await work(transaction as Transaction, scope);
+              } catch (error) {
+                failure = { error };
+                throw error;
+              } finally {
+                this.#workRunning = false;
+              }
+              // Never backwards, as an ordinary checkpoint.
+              const checkpoint = lease.checkpoint.isAfter(target) ? lease.checkpoint : target;
+              return { update: { checkpoint, pendingCheckpoint: null }, value };
+            },
+            { signal: held.signal },
+          );
+          if (outcome.ok) {
+            committed = { value: outcome.value, checkpoint: outcome.lease.checkpoint };
+            return { ok: true, lease: outcome.lease };
+          }
+          return outcome;
+        },
+        // A transaction that lost its race was rolled back: only the very write it made counts, never
+        // a stored lease that merely looks like it.
+        { reflects: () => false },
+      );
+    } catch (error) {
+      if (failure !== null) throw (failure as { readonly error: unknown }).error;
+      if (!held.isHeld() && !KclError.is(error)) {
+        throw new LeaseLostError(leaseKey, 'it was lost while the transaction was open; nothing was written');
+      }
+      throw error;
+    }
+    const done = committed as { readonly value: T; readonly checkpoint: ExtendedSequenceNumber } | null;
+    if (result === null && done !== null) {
+      // Committed, but the lease was given up meanwhile (it expired locally): the writes and their
+      // checkpoint stand together, and the next owner resumes after them.
+      if (done.checkpoint.isAfter(this.#lastCheckpoint)) this.#lastCheckpoint = done.checkpoint;
+      throw new LeaseLostError(
+        leaseKey,
+        `it expired while the transaction was open; the transaction committed with checkpoint ${done.checkpoint}, from which the next owner resumes`,
+      );
+    }
+    if (result === null || done === null) {
+      throw new LeaseLostError(
+        leaseKey,
+        'it expired or was released before the transaction committed; nothing was written, and the new owner resumes from the last checkpoint',
+      );
+    }
+    if (!result.ok) {
+      throw new LeaseLostError(
+        leaseKey,
+        `another worker holds it now (${result.reason}); the transaction was rolled back`,
+      );
+    }
+    if (done.checkpoint.isAfter(this.#lastCheckpoint)) this.#lastCheckpoint = done.checkpoint;
+    emit({ type: 'checkpoint-written', workerId, leaseKey, checkpoint: done.checkpoint });
+    this.#options.onCheckpoint?.(done.checkpoint);
+    return done.value;
   }
 
   #resolve(

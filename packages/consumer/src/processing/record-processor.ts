@@ -32,8 +32,37 @@ export interface Checkpointer {
    * it in `initialize`) and returns a handle that commits it later.
    */
   prepareCheckpoint(sequenceNumber?: string, subSequenceNumber?: number): Promise<PreparedCheckpointer>;
+  /**
+   * Exactly-once processing (ARCHITECTURE §6), on a store that can checkpoint in a transaction
+   * (`capabilities.transactionalCheckpoint`: `@kcl/store-sql`): opens a transaction on the store's
+   * database and calls `work` with it (for `@kcl/store-sql` a Kysely `Transaction`; name its type
+   * with `SqlTransaction<YourDatabase>`). When `work` resolves, the checkpoint — at the end of the batch
+   * being delivered, or where `work` set it with `checkpoint.checkpointRecord(record)` — is written in
+   * the same transaction, conditional on the lease counter, and the transaction commits: the
+   * application's writes and the checkpoint persist together or not at all. Resolves to what `work`
+   * returned.
+   *
+   * A lease lost meanwhile rolls everything back and rejects with `LeaseLostError`; an error thrown by
+   * `work` rolls everything back and rejects with that error (the batch is then retried from the last
+   * committed checkpoint). The lease is not renewed while the transaction is open: keep it well below
+   * `leaseExpiryMs`. On a store without the capability it rejects with a `ConfigurationError` (set the
+   * consumer option `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
+   */
+  transaction<Transaction = unknown, T = void>(
+    work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
+  ): Promise<T>;
   /** The last committed checkpoint. */
   readonly lastCheckpoint: ExtendedSequenceNumber;
+}
+
+/**
+ * Where the checkpoint of a `checkpointer.transaction` goes: by default the end of the batch being
+ * delivered; these calls move it (the same rules as `checkpoint`: never backwards, never past the last
+ * record delivered). Nothing is written until the transaction commits.
+ */
+export interface TransactionCheckpoint {
+  checkpoint(sequenceNumber?: string, subSequenceNumber?: number): void;
+  checkpointRecord(record: Pick<KinesisRecord, 'sequenceNumber' | 'subSequenceNumber'>): void;
 }
 
 export interface PreparedCheckpointer {

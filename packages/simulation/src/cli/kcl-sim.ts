@@ -5,7 +5,7 @@ import type { ProcessorKind } from '../simulated-processors.js';
 // The AWS SDK warns about Node 20 once per process; the simulation sends nothing to AWS.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { runFleetSimulation } = await import('../fleet-simulation.js');
-const { PROCESSOR_KINDS } = await import('../simulated-processors.js');
+const { ALL_PROCESSOR_KINDS: PROCESSOR_KINDS } = await import('../simulated-processors.js');
 
 const USAGE = `usage: kcl-sim [--seed N | --from A --to B | --runs N] [--processor KIND] [--streams N] [--sessions | --no-sessions] [--story]
 

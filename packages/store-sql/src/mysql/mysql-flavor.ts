@@ -17,7 +17,7 @@ import {
   leaseMatch,
   selectLease,
 } from '../sql-statements.js';
-import type { SqlRow } from '../sql-types.js';
+import type { AnyKysely, SqlRow } from '../sql-types.js';
 import { mysqlSessions } from './mysql-sessions.js';
 
 /**
@@ -91,7 +91,10 @@ export const mysqlFlavor: SqlFlavor = {
   },
 
   updateLease(db, tables, update) {
-    return db.transaction().execute(async (transaction) => {
+    // Inside a transaction already (a transactional checkpoint), the row lock lasts until its commit.
+    const inTransaction = <T>(body: (transaction: AnyKysely) => Promise<T>): Promise<T> =>
+      db.isTransaction ? body(db) : db.transaction().execute(body);
+    return inTransaction(async (transaction) => {
       const result = await sql`update ${sql.table(tables.leases)} set ${sql.join(update.assignments)}
         where ${leaseMatch(update.applicationName, update.leaseKey, update.leaseCounter, update.condition)}`.execute(
         transaction,

@@ -12,6 +12,24 @@ export interface ConformanceHarness {
   readRawLease?(applicationName: string, leaseKey: string): Promise<Record<string, unknown> | null>;
   /** What the session liveness cases need beyond the store (stores with `capabilities.sessionLiveness`). */
   readonly sessions?: ConformanceSessionHarness;
+  /**
+   * What the transactional checkpoint cases need beyond the store (stores with
+   * `capabilities.transactionalCheckpoint`): an application table to write through the transaction.
+   */
+  readonly transactions?: ConformanceTransactionHarness;
+}
+
+/** An application's own table, written through a store's transactions and read back committed. */
+export interface ConformanceTransactionHarness {
+  /** Inserts the row (`applicationName`, `key`) through `transaction`, the handle the store gave `work`. */
+  write(transaction: unknown, applicationName: string, key: string): Promise<void>;
+  /** The keys of `applicationName`'s committed rows, sorted. */
+  read(applicationName: string): Promise<string[]>;
+  /**
+   * Whether another worker's lease writes go on while a transaction holds uncommitted writes
+   * (PostgreSQL, MySQL/MariaDB); false where the database has one writer at a time (SQLite).
+   */
+  readonly concurrentWriters: boolean;
 }
 
 /** How the suite ends worker sessions from outside the store, as a dying process or a database would. */

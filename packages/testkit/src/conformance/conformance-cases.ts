@@ -13,6 +13,7 @@ import { schemaCases } from './cases/schema-cases.js';
 import { sessionCases } from './cases/session-cases.js';
 import { sharingCases } from './cases/sharing-cases.js';
 import { takeCases } from './cases/take-cases.js';
+import { transactionCases } from './cases/transaction-cases.js';
 import { v2Cases } from './cases/v2-cases.js';
 import { workerCases } from './cases/worker-cases.js';
 import type { ConformanceCase } from './conformance-case.js';
@@ -32,6 +33,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...handoffCases,
   ...workerCases,
   ...sessionCases,
+  ...transactionCases,
   ...markerCases,
   ...sharingCases,
   ...keyCases,

@@ -17,6 +17,7 @@ export type {
   ConformanceHarness,
   ConformanceHolderCommand,
   ConformanceSessionHarness,
+  ConformanceTransactionHarness,
 } from './conformance-case.js';
 export { conformanceCases } from './conformance-cases.js';
 export type { LeaseChecks } from './lease-checks.js';

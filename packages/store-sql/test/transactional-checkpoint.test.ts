@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LeaseRepository, LeaseStore } from '@kcl/core';
+import { ExtendedSequenceNumber, LeaseStoreError } from '@kcl/core';
+import type { Kysely } from 'kysely';
+import { CamelCasePlugin, sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyKysely, SqlTransaction } from '../src/index.js';
+import { createSqlLeaseStore } from '../src/index.js';
+import { sqliteKysely } from './test-databases.js';
+
+/** The application's schema as its code names it (camelCase), stored snake_case by CamelCasePlugin. */
+interface OutputSchema {
+  orderOutput: { recordKey: string; shardId: string };
+}
+
+const directories: string[] = [];
+const instances: AnyKysely[] = [];
+
+afterEach(async () => {
+  await Promise.all(instances.splice(0).map((instance) => instance.destroy()));
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+function sqliteFile(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'kcl-transactions-'));
+  directories.push(directory);
+  return join(directory, 'leases.db');
+}
+
+function open(file: string, timeoutMs?: number): AnyKysely {
+  const db = sqliteKysely(file, timeoutMs === undefined ? {} : { timeoutMs });
+  instances.push(db);
+  return db;
+}
+
+async function takenLease(store: LeaseStore, leaseKey: string, owner: string): Promise<number> {
+  await store.admin.ensureSchema();
+  const created = await store.leases.create({ leaseKey, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+  if (!created.ok) throw new Error(`create ${leaseKey}: ${created.reason}`);
+  const taken = await store.leases.take(leaseKey, created.lease.leaseCounter, owner);
+  if (!taken.ok) throw new Error(`take ${leaseKey}: ${taken.reason}`);
+  return taken.lease.leaseCounter;
+}
+
+const inTransaction = (store: LeaseStore) =>
+  (store.leases as Required<LeaseRepository>).checkpointInTransaction;
+
+describe('checkpointInTransaction on SQLite', () => {
+  it("hands over a transaction on the caller's Kysely instance, its plugins applied, and keeps its own SQL free of them", async () => {
+    const file = sqliteFile();
+    const plain = open(file);
+    await sql`create table order_output (record_key text primary key, shard_id text not null)`.execute(plain);
+    const db = plain.withPlugin(new CamelCasePlugin()) as unknown as Kysely<OutputSchema>;
+    const store = createSqlLeaseStore({ db, applicationName: 'plugins' });
+    const counter = await takenLease(store, 'shard-1', 'worker-a');
+    const result = await inTransaction(store)('shard-1', counter, async (transaction) => {
+      await (transaction as SqlTransaction<OutputSchema>)
+        .insertInto('orderOutput')
+        .values({ recordKey: 'r-1', shardId: 'shard-1' })
+        .execute();
+      return { update: { checkpoint: ExtendedSequenceNumber.of('42', 7) }, value: 'ok' };
+    });
+    expect(result.ok).toBe(true);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('42/7');
+    const { rows } = await sql<{ record_key: string }>`select record_key from order_output`.execute(plain);
+    expect(rows).toEqual([{ record_key: 'r-1' }]);
+  });
+
+  it("takes the file's write lock at its first write: other connections' lease writes wait for the commit from then on", async () => {
+    const file = sqliteFile();
+    const mine = open(file);
+    await sql`create table order_output (record_key text primary key)`.execute(mine);
+    const store = createSqlLeaseStore({ db: mine, applicationName: 'one-writer' });
+    const counter = await takenLease(store, 'shard-1', 'worker-a');
+    const otherCounter = await takenLease(store, 'shard-2', 'worker-b');
+    // Another worker process, as better-sqlite3 sees it: its own connection, waiting 100 ms for a lock
+    // (synchronously: it blocks its own event loop meanwhile, as a worker in another process would).
+    const other = createSqlLeaseStore({ db: open(file, 100), applicationName: 'one-writer' });
+    let beforeWrite: unknown;
+    let afterWrite: unknown;
+    const result = await inTransaction(store)('shard-1', counter, async (transaction) => {
+      // Deferred: before its first write the transaction holds no lock, so the other worker renews.
+      beforeWrite = await other.leases.renew('shard-2', otherCounter);
+      await (transaction as SqlTransaction)
+        .insertInto('order_output')
+        .values({ record_key: 'r-1' })
+        .execute();
+      afterWrite = await other.leases.renew('shard-2', otherCounter + 1).catch((error: unknown) => error);
+      return { update: { checkpoint: ExtendedSequenceNumber.of('42') }, value: null };
+    });
+    expect(result.ok).toBe(true);
+    expect(beforeWrite).toMatchObject({ ok: true });
+    expect(LeaseStoreError.is(afterWrite)).toBe(true);
+    expect((afterWrite as LeaseStoreError).retryable).toBe(true);
+    expect(String((afterWrite as LeaseStoreError).message)).toMatch(/busy|locked/i);
+    // Committed: the other worker writes again.
+    expect(await other.leases.renew('shard-2', otherCounter + 1)).toMatchObject({ ok: true });
+  });
+});
