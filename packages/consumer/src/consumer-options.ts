@@ -282,6 +282,7 @@ const CONSUMER_OPTION_KEY_SET: Readonly<Record<keyof ConsumerOptions, true>> = {
   maxRecords: true,
   sessionLiveness: true,
   livenessCheckIntervalMs: true,
+  exactlyOnce: true,
   parentPollIntervalMs: true,
   shardSyncIntervalMs: true,
   leaseCleanupIntervalMs: true,
