@@ -81,6 +81,8 @@ export class LeaseWorker {
   #wake = new AbortController();
   /** The lease owners and hand-off requesters of the last listing: the liveness check's candidates. */
   #lastListed = new Set<string>();
+  /** Workers found dead, with their registry heartbeat then (`Worker.#goneWorkers`). */
+  readonly #goneWorkers = new Map<string, number>();
 
   constructor(options: LeaseWorkerOptions) {
     this.#options = options;
@@ -246,6 +248,17 @@ export class LeaseWorker {
         ...(lease.handoff === null ? [] : [lease.handoff.to]),
       ]),
     );
+    if (this.#liveness !== null) {
+      const heartbeats = new Map(workers.map((worker) => [worker.workerId, worker.heartbeat]));
+      for (const [workerId, heartbeat] of this.#goneWorkers) {
+        if (heartbeats.get(workerId) !== heartbeat) this.#goneWorkers.delete(workerId);
+      }
+      for (const workerId of this.#liveness.dead()) {
+        const heartbeat = heartbeats.get(workerId);
+        if (heartbeat !== undefined && !this.#goneWorkers.has(workerId))
+          this.#goneWorkers.set(workerId, heartbeat);
+      }
+    }
     this.#keeper.reconcile(leases);
     this.#adoptHandoffs(leases, listedAt);
     const plan = this.#planner.plan({
@@ -255,7 +268,9 @@ export class LeaseWorker {
       now: clock.monotonicNow(),
       wallNow: clock.now(),
       waitingHandoffs: new Set([...this.#handoffs.keys(), ...this.#settling]),
-      ...(this.#liveness === null ? {} : { deadOwners: this.#liveness.dead() }),
+      ...(this.#liveness === null
+        ? {}
+        : { deadOwners: this.#liveness.dead(), goneWorkers: new Set(this.#goneWorkers.keys()) }),
     });
     for (const { lease, stolen } of plan.take) {
       if (this.#taking.signal.aborted) return;

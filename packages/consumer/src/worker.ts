@@ -110,6 +110,13 @@ export class Worker {
    * expiry): the liveness check's candidates.
    */
   #lastListed: ReadonlySet<string> = new Set();
+  /**
+   * Workers found dead by their session, with the registry heartbeat they had then: they stay out of
+   * the fair share until that heartbeat moves (alive after all) or their row goes. A crashed worker
+   * never removes its row, and the registry alone counts it live until its heartbeat is old — after
+   * its leases were taken at once, it would otherwise hold a share of nothing for that long.
+   */
+  readonly #goneWorkers = new Map<string, number>();
   /** Leases of workers judged dead, with the counter they had when first listed so. */
   #deadOwnerCounters = new Map<string, { owner: string; counter: number }>();
   /** Wakes the rebalance loop early (a worker was found dead). */
@@ -483,6 +490,7 @@ export class Worker {
         ...(lease.handoff === null ? [] : [lease.handoff.to]),
       ]),
     );
+    this.#noteGoneWorkers(workers);
     this.#reviveWriters(leases);
     // Several streams: a lease without a stream in its key is no shard this worker can read.
     if (this.#streams.multiStream) leases = this.#acceptedLeases(leases);
@@ -497,7 +505,9 @@ export class Worker {
       now,
       wallNow: clock.now(),
       waitingHandoffs: new Set([...this.#handoffs.keys(), ...this.#settling]),
-      ...(this.#liveness === null ? {} : { deadOwners: this.#liveness.dead() }),
+      ...(this.#liveness === null
+        ? {}
+        : { deadOwners: this.#liveness.dead(), goneWorkers: new Set(this.#goneWorkers.keys()) }),
     });
     metrics.rebalanced(plan.diagnostics);
     for (const choice of plan.take) {
@@ -818,6 +828,20 @@ export class Worker {
       } catch (error) {
         this.#storeError(`shard sync of ${entry.identifier}`, error);
       }
+    }
+  }
+
+  #noteGoneWorkers(workers: readonly WorkerRecord[]): void {
+    const liveness = this.#liveness;
+    if (liveness === null) return;
+    const heartbeats = new Map(workers.map((worker) => [worker.workerId, worker.heartbeat]));
+    for (const [workerId, heartbeat] of this.#goneWorkers) {
+      if (heartbeats.get(workerId) !== heartbeat) this.#goneWorkers.delete(workerId);
+    }
+    for (const workerId of liveness.dead()) {
+      const heartbeat = heartbeats.get(workerId);
+      if (heartbeat !== undefined && !this.#goneWorkers.has(workerId))
+        this.#goneWorkers.set(workerId, heartbeat);
     }
   }
 

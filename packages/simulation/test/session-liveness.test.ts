@@ -478,6 +478,33 @@ describe('session liveness meeting the other mechanisms', () => {
     expect(fleet.moves(endedAt)).toBe(0);
   });
 
+  it('(h) a worker stopped gracefully after a crash was taken over: its released leases are taken within a rebalance or two', async () => {
+    for (const seed of [21, 22, 23]) {
+      const scenario = new Scenario({ shards: 4, seed, sessions: true });
+      const fleet = new Fleet(scenario);
+      fleet.produce();
+      fleet.start('S');
+      await scenario.run(2_000);
+      const first = fleet.start('V1');
+      expect(await balanced(fleet, ['S', 'V1'], 2)).toBe(true);
+      await scenario.run(1_500);
+      first.crash();
+      expect(await balanced(fleet, ['S'], 4)).toBe(true);
+      const second = fleet.start('V2');
+      expect(await balanced(fleet, ['S', 'V2'], 2)).toBe(true);
+      await scenario.run(1_500);
+      const stoppedAt = scenario.clock.monotonicNow();
+      expect(await scenario.timed(second.consumer.stop(), 30_000)).not.toBeNull();
+      expect(await balanced(fleet, ['S'], 4)).toBe(true);
+      const takenAfter = scenario.clock.monotonicNow() - stoppedAt;
+      expect(takenAfter, `seed ${seed}`).toBeLessThanOrEqual(
+        2 * 1.25 * TIMINGS.rebalanceIntervalMs + TIMINGS.livenessCheckIntervalMs,
+      );
+      await fleet.drain();
+      expect(fleet.lost()).toEqual([]);
+    }
+  });
+
   it('(f) a slow store, calls taking about the call deadline: liveness checks are slow or time out, and nobody is judged dead', async () => {
     const scenario = new Scenario({ shards: 6, seed: 19, sessions: true });
     const sessions = scenario.sessions as NonNullable<Scenario['sessions']>;

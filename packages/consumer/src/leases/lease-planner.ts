@@ -26,6 +26,8 @@ export interface LeasePlanInput {
    * and they count for no share.
    */
   readonly deadOwners?: ReadonlySet<string>;
+  /** Workers found dead whose registry rows linger: left out of the fair share (their leases aside). */
+  readonly goneWorkers?: ReadonlySet<string>;
 }
 
 export interface LeasePlan {
@@ -113,10 +115,13 @@ export function createLeasePlanner(options: LeasePlannerOptions): LeasePlanner {
         );
       }
       const dead = input.deadOwners;
+      const gone = input.goneWorkers;
       const workers =
-        dead === undefined || dead.size === 0
+        (dead === undefined || dead.size === 0) && (gone === undefined || gone.size === 0)
           ? input.workers
-          : input.workers.filter((worker) => !dead.has(worker.workerId));
+          : input.workers.filter(
+              (worker) => dead?.has(worker.workerId) !== true && gone?.has(worker.workerId) !== true,
+            );
       const plan = rebalancer.plan({ leases: view, workers, now: input.now });
       const take: Array<{ lease: Lease; stolen: boolean }> = [];
       for (const planned of plan.takes) {
