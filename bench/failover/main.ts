@@ -426,10 +426,12 @@ async function measure(configuration: Configuration, index: number): Promise<Row
               event.type === 'lease-taken' && event.at > startedAt && leases.includes(event.leaseKey ?? ''),
           )
           .map((event) => Math.round(event.at - startedAt));
-        for (const event of victim.events) {
-          if (event.type === 'log' && event.at > startedAt && event.message !== undefined) {
+        for (const worker of [victim, survivor]) {
+          for (const event of worker.events) {
+            if (event.at <= startedAt - 10_000 || event.type === 'kinesis-call') continue;
+            if (event.type === 'checkpoint-written' || event.type === 'lease-renewed') continue;
             process.stderr.write(
-              `    ${victim.id} at ${Math.round(event.at - startedAt)} ms: ${event.message}\n`,
+              `    ${worker.id} at ${Math.round(event.at - startedAt)} ms: ${event.type} ${event.leaseKey ?? ''} ${event.message ?? event.step ?? ''}\n`,
             );
           }
         }
