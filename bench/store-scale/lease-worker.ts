@@ -81,8 +81,8 @@ export class LeaseWorker {
   #wake = new AbortController();
   /** The lease owners and hand-off requesters of the last listing: the liveness check's candidates. */
   #lastListed = new Set<string>();
-  /** Workers found dead, with their registry heartbeat then (`Worker.#goneWorkers`). */
-  readonly #goneWorkers = new Map<string, number>();
+  /** Workers found dead, with their registry heartbeat then and when (`Worker.#goneWorkers`). */
+  readonly #goneWorkers = new Map<string, { readonly heartbeat: number; readonly since: number }>();
 
   constructor(options: LeaseWorkerOptions) {
     this.#options = options;
@@ -190,7 +190,17 @@ export class LeaseWorker {
       this.#periodic(settings.handoffPollIntervalMs, () => this.#checkHandoffs()),
       ...(liveness === null
         ? []
-        : [this.#periodic(settings.livenessCheckIntervalMs, () => liveness.check(this.#lastListed))]),
+        : [
+            this.#periodic(settings.livenessCheckIntervalMs, async () => {
+              // As `Worker.#checkLiveness`.
+              const since = clock.monotonicNow() - settings.leaseExpiryMs;
+              const watched = [...this.#goneWorkers].flatMap(([workerId, gone]) =>
+                gone.since >= since && !liveness.dead().has(workerId) ? [workerId] : [],
+              );
+              await liveness.check(this.#lastListed, watched);
+              for (const workerId of liveness.watchedLive()) this.#goneWorkers.delete(workerId);
+            }),
+          ]),
     ];
   }
 
@@ -250,13 +260,14 @@ export class LeaseWorker {
     );
     if (this.#liveness !== null) {
       const heartbeats = new Map(workers.map((worker) => [worker.workerId, worker.heartbeat]));
-      for (const [workerId, heartbeat] of this.#goneWorkers) {
-        if (heartbeats.get(workerId) !== heartbeat) this.#goneWorkers.delete(workerId);
+      for (const [workerId, gone] of this.#goneWorkers) {
+        if (heartbeats.get(workerId) !== gone.heartbeat) this.#goneWorkers.delete(workerId);
       }
       for (const workerId of this.#liveness.dead()) {
         const heartbeat = heartbeats.get(workerId);
-        if (heartbeat !== undefined && !this.#goneWorkers.has(workerId))
-          this.#goneWorkers.set(workerId, heartbeat);
+        if (heartbeat !== undefined && !this.#goneWorkers.has(workerId)) {
+          this.#goneWorkers.set(workerId, { heartbeat, since: clock.monotonicNow() });
+        }
       }
     }
     this.#keeper.reconcile(leases);

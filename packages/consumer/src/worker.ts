@@ -116,7 +116,7 @@ export class Worker {
    * never removes its row, and the registry alone counts it live until its heartbeat is old — after
    * its leases were taken at once, it would otherwise hold a share of nothing for that long.
    */
-  readonly #goneWorkers = new Map<string, number>();
+  readonly #goneWorkers = new Map<string, { readonly heartbeat: number; readonly since: number }>();
   /** Leases of workers judged dead, with the counter they had when first listed so. */
   #deadOwnerCounters = new Map<string, { owner: string; counter: number }>();
   /** Wakes the rebalance loop early (a worker was found dead). */
@@ -268,9 +268,7 @@ export class Worker {
     }
     const liveness = this.#liveness;
     if (liveness !== null) {
-      this.#loops.push(
-        this.#periodic(options.livenessCheckIntervalMs, () => liveness.check(this.#lastListed)),
-      );
+      this.#loops.push(this.#periodic(options.livenessCheckIntervalMs, () => this.#checkLiveness(liveness)));
     }
   }
 
@@ -835,14 +833,30 @@ export class Worker {
     const liveness = this.#liveness;
     if (liveness === null) return;
     const heartbeats = new Map(workers.map((worker) => [worker.workerId, worker.heartbeat]));
-    for (const [workerId, heartbeat] of this.#goneWorkers) {
-      if (heartbeats.get(workerId) !== heartbeat) this.#goneWorkers.delete(workerId);
+    for (const [workerId, gone] of this.#goneWorkers) {
+      if (heartbeats.get(workerId) !== gone.heartbeat) this.#goneWorkers.delete(workerId);
     }
+    const now = this.#deps.clock.monotonicNow();
     for (const workerId of liveness.dead()) {
       const heartbeat = heartbeats.get(workerId);
-      if (heartbeat !== undefined && !this.#goneWorkers.has(workerId))
-        this.#goneWorkers.set(workerId, heartbeat);
+      if (heartbeat !== undefined && !this.#goneWorkers.has(workerId)) {
+        this.#goneWorkers.set(workerId, { heartbeat, since: now });
+      }
     }
+  }
+
+  /**
+   * One liveness check. Workers kept out of the share are watched in the same statement for a lease
+   * expiry after they were found dead (a crashed worker's row lingers for ever): one seen holding a
+   * session again is alive, and back in the share at once, not only at its next heartbeat.
+   */
+  async #checkLiveness(liveness: SessionLiveness): Promise<void> {
+    const since = this.#deps.clock.monotonicNow() - this.#deps.options.leaseExpiryMs;
+    const watched = [...this.#goneWorkers].flatMap(([workerId, gone]) =>
+      gone.since >= since && !liveness.dead().has(workerId) ? [workerId] : [],
+    );
+    await liveness.check(this.#lastListed, watched);
+    for (const workerId of liveness.watchedLive()) this.#goneWorkers.delete(workerId);
   }
 
   /**

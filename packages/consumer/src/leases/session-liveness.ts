@@ -46,6 +46,8 @@ export class SessionLiveness {
   #attachFailures = 0;
   /** Set by `close`: a session attached after it is closed at once. */
   #closed = false;
+  /** Of the workers last watched (see `check`), those that held a session. */
+  #watchedLive: ReadonlySet<string> = new Set();
   /** Checks left before the next statement on this worker's own session (1 or less: at the next). */
   #checksUntilOwn = 0;
 
@@ -56,6 +58,14 @@ export class SessionLiveness {
   /** The workers judged dead (seen holding a session, then without one), until seen holding one again. */
   dead(): ReadonlySet<string> {
     return this.#dead;
+  }
+
+  /**
+   * Of the workers `check` was last asked to watch, those seen holding a session: never judged, only
+   * reported (a worker found dead that attached again is alive).
+   */
+  watchedLive(): ReadonlySet<string> {
+    return this.#watchedLive;
   }
 
   /** True while this worker holds its session. */
@@ -112,10 +122,11 @@ export class SessionLiveness {
   /**
    * One check: a statement asking which of `candidates` — the lease owners and hand-off requesters of
    * the last listing — and this worker hold a session, followed about every `OWN_SESSION_CHECK_MS`, and
-   * before anyone is judged dead, by one on this worker's own session (see there). Without a session
-   * of its own, this worker attaches one instead.
+   * before anyone is judged dead, by one on this worker's own session (see there). `watched` workers
+   * are asked after in the same statement but never judged (`watchedLive`). Without a session of its
+   * own, this worker attaches one instead.
    */
-  async check(candidates: Iterable<string>): Promise<void> {
+  async check(candidates: Iterable<string>, watched: Iterable<string> = []): Promise<void> {
     const { store, workerId, logger } = this.#options;
     const session = this.#session;
     if (session === null) {
@@ -124,8 +135,10 @@ export class SessionLiveness {
     }
     const others = new Set(candidates);
     others.delete(workerId);
-    const live = await store.workers.liveSessions?.([...others, workerId]);
+    const asked = new Set([...others, ...watched, workerId]);
+    const live = await store.workers.liveSessions?.([...asked]);
     if (live === undefined || this.#session !== session) return;
+    this.#watchedLive = new Set([...watched].filter((other) => live.has(other)));
     if (!live.has(workerId)) {
       await this.#lost();
       return;
