@@ -141,6 +141,25 @@ describe('worker timing (manual clock)', () => {
     await stopping;
   });
 
+  it('lists the workers without their metadata to rebalance (their lease figures are kilobytes each)', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    const registry = store.workers as { list: typeof store.workers.list };
+    const list = registry.list.bind(store.workers);
+    const asked: unknown[] = [];
+    registry.list = (options) => {
+      asked.push(options?.metadata);
+      return list(options);
+    };
+    await start(worker, clock);
+    await clock.advance(4_000);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((metadata) => metadata === false)).toBe(true);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
   it('takes a dead worker’s lease only after the lease expiry, at the next rebalance (direct steals)', async () => {
     const clock = new ManualClock();
     const table = new MemoryLeaseTable();

@@ -10,6 +10,7 @@ import type {
 } from '@kcl/core';
 import {
   ApplicationMigratedError,
+  encodeLeaseFigures,
   isLeaseComplete,
   jitter,
   KclError,
@@ -471,7 +472,9 @@ export class Worker {
     let workers: WorkerRecord[];
     const listedAt = clock.monotonicNow();
     try {
-      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list()]);
+      // Without metadata: every worker's entry carries its lease figures (kilobytes), which the plan
+      // does not need, and every worker lists every worker this often.
+      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list({ metadata: false })]);
     } catch (error) {
       this.#storeError('list leases', error);
       return;
@@ -688,8 +691,20 @@ export class Worker {
   #heartbeatMetadata(): Record<string, string> {
     return {
       startedAt: this.#startedAt,
-      [LEASE_FIGURES_METADATA_KEY]: this.#figures.publish(this.#keeper.held().map((held) => held.leaseKey)),
+      [LEASE_FIGURES_METADATA_KEY]: this.#leaseFigures(),
     };
+  }
+
+  /** The figures of the held leases; none (an empty list) when they cannot be computed: never skip a heartbeat. */
+  #leaseFigures(): string {
+    try {
+      return this.#figures.publish(this.#keeper.held().map((held) => held.leaseKey));
+    } catch (error) {
+      this.#deps.logger.warn('could not compute the lease figures; the heartbeat goes without them', {
+        error,
+      });
+      return encodeLeaseFigures([]);
+    }
   }
 
   /**

@@ -86,6 +86,7 @@ export type {
   MigrationMarker,
   StoreCallOptions,
   UnreadableLeaseRow,
+  WorkerListOptions,
   WorkerRecord,
   WorkerRegistry,
   WorkerSession,
