@@ -1,4 +1,4 @@
-import { ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
+import { ConfigurationError, ExtendedSequenceNumber, leaseFromInit } from '@kcl/core';
 import { describe, expect, it } from 'vitest';
 import { parseResetTarget, planReset } from './reset-plan.js';
 
@@ -64,5 +64,28 @@ describe('planReset', () => {
       ['shardId-1', 'AT_TIMESTAMP 2026-01-01T00:00:00.000Z'],
     ]);
     expect(plan.missing).toEqual(['shardId-9']);
+  });
+
+  it('refuses a sequence number whose --shard matches leases of several streams', () => {
+    const streams = ['orders:111', 'billing:222'].map((stream) =>
+      leaseFromInit({
+        leaseKey: `${stream}:shardId-000000000001`,
+        checkpoint: ExtendedSequenceNumber.of('10'),
+        streamIdentifier: stream,
+      }),
+    );
+    const sequence = { kind: 'sequence', sequenceNumber: '42' } as const;
+    let error: unknown;
+    try {
+      planReset(streams, sequence, ['shardId-000000000001']);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigurationError.is(error)).toBe(true);
+    expect(String(error)).toContain('orders:111:shardId-000000000001, billing:222:shardId-000000000001');
+    const one = planReset(streams, sequence, ['billing:222:shardId-000000000001']);
+    expect(one.leases.map((entry) => [entry.leaseKey, entry.to])).toEqual([
+      ['billing:222:shardId-000000000001', '42'],
+    ]);
   });
 });

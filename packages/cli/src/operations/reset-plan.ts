@@ -1,5 +1,5 @@
 import type { Lease } from '@kcl/core';
-import { ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { ConfigurationError, ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
 import { RESET_OWNER } from './reset-leases.js';
 
 /** Where `kcl reset --to` moves checkpoints. */
@@ -74,7 +74,9 @@ export interface ResetPlan {
  * Which checkpoints a reset changes. Every lease of the selection is reset — finished (SHARD_END)
  * ones too when replaying (TRIM_HORIZON, a time), so the children wait for their parents again and
  * records stay in order across a reshard. LATEST leaves finished shards finished (there is nothing
- * after their end to skip to). A sequence number belongs to one shard: it needs exactly one `--shard`.
+ * after their end to skip to). A sequence number belongs to one shard: it needs exactly one `--shard`
+ * matching exactly one lease (a bare shard id can match a lease of each stream of a multi-stream
+ * application); otherwise a `ConfigurationError` lists the matching lease keys.
  */
 export function planReset(
   leases: readonly Lease[],
@@ -85,7 +87,15 @@ export function planReset(
   const matches = (lease: Lease): boolean =>
     selected.size === 0 || selected.has(lease.leaseKey) || selected.has(shardIdOfLeaseKey(lease.leaseKey));
   const checkpoint = checkpointOfTarget(target);
-  const planned = leases.filter(matches).map((lease): PlannedReset => {
+  const chosen = leases.filter(matches);
+  if (target.kind === 'sequence' && chosen.length > 1) {
+    // A sequence number belongs to one stream's shard: written into another stream's lease of the
+    // same shard id, Kinesis rejects the iterator and that shard stalls.
+    throw new ConfigurationError('kcl reset', [
+      `--to <sequence number> names a position in one shard, but --shard ${[...selected].join(', ')} matches ${chosen.length} leases (${chosen.map((lease) => lease.leaseKey).join(', ')}): give the full lease key of one of them`,
+    ]);
+  }
+  const planned = chosen.map((lease): PlannedReset => {
     const base = {
       leaseKey: lease.leaseKey,
       owner: lease.owner,
