@@ -46,6 +46,21 @@ describe('planReset', () => {
     ]);
   });
 
+  it('resets a held lease whose stored checkpoint is the target already (its owner has read past it)', () => {
+    const held = leaseFromInit({
+      leaseKey: 'shardId-4',
+      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+      owner: 'worker-a',
+    });
+    const free = leaseFromInit({ leaseKey: 'shardId-5', checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+    expect(
+      planReset([held, free], { kind: 'TRIM_HORIZON' }).leases.map((entry) => [entry.leaseKey, entry.action]),
+    ).toEqual([
+      ['shardId-4', 'reset'],
+      ['shardId-5', 'unchanged'],
+    ]);
+  });
+
   it('writes again a lease an interrupted reset left with its placeholder owner', () => {
     const left = leaseFromInit({
       leaseKey: 'shardId-3',

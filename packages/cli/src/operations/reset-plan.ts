@@ -1,6 +1,5 @@
 import type { Lease } from '@kcl/core';
 import { ConfigurationError, ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
-import { RESET_OWNER } from './reset-leases.js';
 
 /** Where `kcl reset --to` moves checkpoints. */
 export type ResetTarget =
@@ -58,7 +57,7 @@ export interface PlannedReset {
   readonly leaseCounter: number;
   readonly from: string;
   readonly to: string;
-  /** `reset`: written; `unchanged`: already there; `skipped`: left alone, `reason` says why. */
+  /** `reset`: written; `unchanged`: already there and not held; `skipped`: left alone, `reason` says why. */
   readonly action: 'reset' | 'unchanged' | 'skipped';
   readonly reason: string | null;
 }
@@ -111,9 +110,12 @@ export function planReset(
         reason: 'finished: nothing after its end to skip to',
       };
     }
-    // A lease an interrupted reset left with its placeholder owner is written again (and released).
+    // Only a lease nobody holds is already there: a live owner of a lease whose stored checkpoint
+    // equals the target (a TRIM_HORIZON lease read but not checkpointed yet) has moved past it, and
+    // its next checkpoint would silently undo the reset, so it is reset (fenced) like the others. A
+    // lease an interrupted reset left with its placeholder owner is written again (and released).
     const same =
-      lease.checkpoint.equals(checkpoint) && lease.pendingCheckpoint === null && lease.owner !== RESET_OWNER;
+      lease.checkpoint.equals(checkpoint) && lease.pendingCheckpoint === null && lease.owner === null;
     return { ...base, action: same ? 'unchanged' : 'reset', reason: null };
   });
   const found = new Set(planned.flatMap((entry) => [entry.leaseKey, shardIdOfLeaseKey(entry.leaseKey)]));
