@@ -66,6 +66,7 @@ export async function runReset(context: CommandContext): Promise<ExitCode> {
       );
     }
     if (plan.missing.length > 0) say(context, `  no lease for: ${plan.missing.join(', ')}`);
+    if (plan.parentsWarning !== null) say(context, `Warning: ${plan.parentsWarning}.`);
     if (live.length > 0) {
       say(
         context,

@@ -103,4 +103,30 @@ describe('planReset', () => {
       ['billing:222:shardId-000000000001', '42'],
     ]);
   });
+
+  it('names the parents of replayed shards whose leases were cleaned up', () => {
+    const children = [
+      leaseFromInit({
+        leaseKey: 'shardId-7',
+        checkpoint: ExtendedSequenceNumber.of('5'),
+        parentShardIds: ['shardId-5', 'shardId-6'],
+      }),
+      leaseFromInit({
+        leaseKey: 'shardId-6',
+        checkpoint: ExtendedSequenceNumber.SHARD_END,
+        parentShardIds: ['shardId-2'],
+      }),
+    ];
+    const time = new Date('2026-01-01T00:00:00Z');
+    const plan = planReset(children, { kind: 'timestamp', timestamp: time });
+    expect(plan.parentsWithoutLease).toEqual(['shardId-2', 'shardId-5']);
+    expect(plan.parentsWarning).toBe(
+      'records of cleaned-up parent shards shardId-2, shardId-5 from 2026-01-01T00:00:00.000Z on are not replayed: their leases are gone, so no worker reads them again',
+    );
+    expect(planReset(children, { kind: 'TRIM_HORIZON' }).parentsWithoutLease).toEqual([
+      'shardId-2',
+      'shardId-5',
+    ]);
+    expect(planReset(children, { kind: 'LATEST' }).parentsWarning).toBeNull();
+  });
 });

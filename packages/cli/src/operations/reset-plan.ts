@@ -1,5 +1,6 @@
 import type { Lease } from '@kcl/core';
 import { ConfigurationError, ExtendedSequenceNumber, shardIdOfLeaseKey } from '@kcl/core';
+import { leaseKeyForShard } from '@kcl/shard-graph';
 
 /** Where `kcl reset --to` moves checkpoints. */
 export type ResetTarget =
@@ -67,6 +68,14 @@ export interface ResetPlan {
   readonly leases: readonly PlannedReset[];
   /** Selected shards that have no lease. */
   readonly missing: readonly string[];
+  /**
+   * Parent shards of replayed leases that have no lease any more (cleaned up after they finished): a
+   * replay (TRIM_HORIZON or a time) cannot reach their records, so it does not replay them. Their
+   * shard ids, in order; empty for LATEST and a sequence number.
+   */
+  readonly parentsWithoutLease: readonly string[];
+  /** The warning to show when `parentsWithoutLease` is not empty; null otherwise. */
+  readonly parentsWarning: string | null;
 }
 
 /**
@@ -119,9 +128,32 @@ export function planReset(
     return { ...base, action: same ? 'unchanged' : 'reset', reason: null };
   });
   const found = new Set(planned.flatMap((entry) => [entry.leaseKey, shardIdOfLeaseKey(entry.leaseKey)]));
+  const parentsWithoutLease = replays(target) ? cleanedUpParents(leases, chosen) : [];
   return {
     target: describeResetTarget(target),
     leases: planned,
     missing: [...selected].filter((shard) => !found.has(shard)),
+    parentsWithoutLease,
+    parentsWarning:
+      parentsWithoutLease.length === 0
+        ? null
+        : `records of cleaned-up parent shards ${parentsWithoutLease.join(', ')}${target.kind === 'timestamp' ? ` from ${target.timestamp.toISOString()} on` : ''} are not replayed: their leases are gone, so no worker reads them again`,
   };
+}
+
+function replays(target: ResetTarget): boolean {
+  return target.kind === 'TRIM_HORIZON' || target.kind === 'timestamp';
+}
+
+/** The parents named by `chosen` leases that have no lease among `all`, sorted, each once. */
+function cleanedUpParents(all: readonly Lease[], chosen: readonly Lease[]): string[] {
+  const keys = new Set(all.map((lease) => lease.leaseKey));
+  const gone = new Set<string>();
+  for (const lease of chosen) {
+    for (const parent of lease.parentShardIds) {
+      const key = leaseKeyForShard(parent, lease.streamIdentifier ?? undefined);
+      if (!keys.has(key)) gone.add(key);
+    }
+  }
+  return [...gone].sort();
 }
