@@ -26,7 +26,7 @@ export type {
   StatusProblem,
   WorkerStatus,
 } from './status/application-status.js';
-export { applicationStatus } from './status/application-status.js';
+export { applicationStatus, CLOCK_SKEW_ALLOWANCE_MS } from './status/application-status.js';
 export type { ReadStatusOptions } from './status/read-application-status.js';
 export { DEFAULT_WORKER_EXPIRY_MS, readApplicationStatus } from './status/read-application-status.js';
 export type { StreamPresence } from './status/stream-presence.js';

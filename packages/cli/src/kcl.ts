@@ -15,7 +15,6 @@ import { runForgetStream } from './commands/forget-stream-command.js';
 import { runRelease } from './commands/release-command.js';
 import { resetOptionProblems, runReset } from './commands/reset-command.js';
 import { runStatus } from './commands/status-command.js';
-import { DEFAULT_WORKER_EXPIRY_MS } from './status/read-application-status.js';
 
 const EXAMPLES = `Examples:
   # Shards, owners, lag, workers and problems of the application billing
@@ -73,9 +72,8 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   const expiry = (command: Command) =>
     command.option(
       '--worker-expiry-ms <ms>',
-      'a worker whose last heartbeat is older is taken as gone (heartbeats come every lease renew interval)',
+      'a worker whose last heartbeat is older is taken as gone (default: twice the renew interval it publishes + 15 s for clock skew, or 45001 for a worker that does not publish it)',
       integerOption(1),
-      DEFAULT_WORKER_EXPIRY_MS,
     );
 
   const program = new Command('kcl')

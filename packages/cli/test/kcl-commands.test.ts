@@ -265,6 +265,31 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     expect((await store.workers.list()).map((worker) => worker.workerId)).toEqual(['worker-1']);
   });
 
+  it_('an owner not in the registry (a Java KCL worker) is taken as live unless --force', async () => {
+    await store.leases.create({
+      leaseKey: 'shardId-009',
+      checkpoint: ExtendedSequenceNumber.of('9'),
+      owner: 'java-worker',
+    });
+    const refused = await kcl(['release', ...common(), '--worker', 'java-worker', '--yes']);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/java-worker holds leases but is not in the worker registry/);
+    const reset = await kcl(['reset', ...common(), '--to', 'LATEST', '--worker-expiry-ms', '1', '--yes']);
+    expect(reset.code).toBe(3);
+    expect(reset.stderr).toMatch(/workers are live \(java-worker\)/);
+    const forced = await kcl([
+      'release',
+      ...common(),
+      '--worker',
+      'java-worker',
+      '--force',
+      '--yes',
+      '--json',
+    ]);
+    expect(forced.code).toBe(0);
+    expect((await store.leases.get('shardId-009'))?.owner).toBeNull();
+  });
+
   it_('forget-stream deletes the leases of one stream only', async () => {
     const orders = '123456789012:orders:1700000000';
     const payments = '123456789012:payments:1700000000';

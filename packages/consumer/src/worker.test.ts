@@ -141,6 +141,18 @@ describe('worker timing (manual clock)', () => {
     await stopping;
   });
 
+  it('publishes its renew interval in its heartbeat metadata (tools judge its liveness by it)', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    await start(worker, clock);
+    await clock.advance(1_000);
+    const [record] = await store.workers.list();
+    expect(record?.metadata.leaseRenewIntervalMs).toBe('1000');
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
   it('lists the workers without their metadata to rebalance (their lease figures are kilobytes each)', async () => {
     const clock = new ManualClock();
     const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());

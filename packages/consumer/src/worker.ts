@@ -15,6 +15,7 @@ import {
   jitter,
   KclError,
   LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
   untilAborted,
 } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
@@ -687,10 +688,14 @@ export class Worker {
     return this.#heartbeating;
   }
 
-  /** What the registry shows about this worker: its start, and the figures of the leases it holds. */
+  /**
+   * What the registry shows about this worker: its start, its heartbeat interval (tools judge its
+   * liveness by it), and the figures of the leases it holds.
+   */
   #heartbeatMetadata(): Record<string, string> {
     return {
       startedAt: this.#startedAt,
+      [LEASE_RENEW_INTERVAL_METADATA_KEY]: String(this.#deps.options.leaseRenewIntervalMs),
       [LEASE_FIGURES_METADATA_KEY]: this.#leaseFigures(),
     };
   }

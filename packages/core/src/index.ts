@@ -70,6 +70,7 @@ export {
   encodeLeaseFigures,
   LEASE_FIGURES_MAX_LENGTH,
   LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
 } from './lease-figures.js';
 export type {
   CheckpointUpdate,

@@ -8,6 +8,7 @@ import { EXIT_CODES } from '../cli/exit-codes.js';
 import { OperationRefusedError } from '../cli/operation-refused-error.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
 import { confirm } from './confirm.js';
+import { liveWorkers } from './live-workers.js';
 
 /**
  * Whether a lease belongs to `stream`: its stream identifier (`account:stream:creationEpoch`) is
@@ -30,10 +31,10 @@ export async function runForgetStream(context: CommandContext): Promise<ExitCode
   const stream = raw.stream as string;
   const scan = await store.admin.scan();
   const status = await readApplicationStatus(store, {
-    workerExpiryMs: raw.workerExpiryMs as number,
+    workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,
   });
-  const alive = new Set(status.workers.filter((worker) => worker.alive).map((worker) => worker.workerId));
+  const alive = new Set(liveWorkers(status));
   const leases = scan.leases.filter((lease) => leaseOfStream(lease, stream));
   const held = leases.filter((lease) => lease.owner !== null && alive.has(lease.owner));
   const dryRun = raw.dryRun === true;

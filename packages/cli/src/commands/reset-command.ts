@@ -38,7 +38,7 @@ export async function runReset(context: CommandContext): Promise<ExitCode> {
   const target = parseResetTarget(raw.to as string);
   if (target === null) throw new ConfigurationError('kcl reset', resetOptionProblems(raw));
   const status = await readApplicationStatus(store, {
-    workerExpiryMs: raw.workerExpiryMs as number,
+    workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,
   });
   const scan = await store.admin.scan();

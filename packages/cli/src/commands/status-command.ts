@@ -9,7 +9,7 @@ import { formatApplicationStatus } from '../status/status-text.js';
 export async function runStatus(context: CommandContext): Promise<ExitCode> {
   const { io, raw, json, signal } = context;
   const options = {
-    workerExpiryMs: raw.workerExpiryMs as number,
+    workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,
     ...(context.kinesis === undefined ? {} : { kinesis: context.kinesis }),
   };

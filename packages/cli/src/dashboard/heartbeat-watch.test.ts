@@ -8,6 +8,7 @@ const worker = (workerId: string, heartbeat: number, alive = true): WorkerStatus
   heartbeatAgeMs: 0,
   heartbeat,
   alive,
+  expiryMs: 45_001,
   startedAt: null,
   leases: [],
   recordsPerSecond: 0,

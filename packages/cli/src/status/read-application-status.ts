@@ -4,12 +4,14 @@ import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import { type ApplicationStatus, applicationStatus } from './application-status.js';
 import { checkStreamPresence } from './stream-presence.js';
 
-/** How old a worker's heartbeat may be before the status takes it as gone: the default lease expiry. */
-export const DEFAULT_WORKER_EXPIRY_MS = 45_001;
+export { DEFAULT_WORKER_EXPIRY_MS } from './application-status.js';
 
 export interface ReadStatusOptions extends StoreCallOptions {
-  /** A worker whose last heartbeat is older is taken as gone (default `DEFAULT_WORKER_EXPIRY_MS`). */
-  readonly workerExpiryMs?: number;
+  /**
+   * A worker whose last heartbeat is older is taken as gone, whatever it publishes (default: per
+   * worker, see `WorkerStatus.expiryMs`).
+   */
+  readonly workerExpiryMs?: number | undefined;
   /** The reader's wall clock (default `Date.now`). */
   readonly now?: () => number;
   /**
@@ -50,6 +52,6 @@ export async function readApplicationStatus(
     scan,
     workers,
     now: (options.now ?? Date.now)(),
-    workerExpiryMs: options.workerExpiryMs ?? DEFAULT_WORKER_EXPIRY_MS,
+    ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
   });
 }
