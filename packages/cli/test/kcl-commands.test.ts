@@ -265,6 +265,20 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     expect((await store.workers.list()).map((worker) => worker.workerId)).toEqual(['worker-1']);
   });
 
+  it_(
+    'a reset to a time is refused, even with --force, while a live worker runs a previous version',
+    async () => {
+      await store.workers.heartbeat('worker-old', { startedAt: MINUTE_AGO });
+      const refused = await kcl(['reset', ...common(), '--to', MINUTE_AGO, '--force', '--yes']);
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toMatch(/live workers of a previous kcl version \(worker-old: /);
+      expect((await store.leases.get('shardId-001'))?.checkpoint.toString()).toBe('100');
+      // Other targets are readable by every version.
+      const latest = await kcl(['reset', ...common(), '--to', 'LATEST', '--force', '--yes']);
+      expect(latest.code).toBe(0);
+    },
+  );
+
   it_('an owner not in the registry (a Java KCL worker) is taken as live unless --force', async () => {
     await store.leases.create({
       leaseKey: 'shardId-009',

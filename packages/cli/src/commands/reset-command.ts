@@ -47,6 +47,15 @@ export async function runReset(context: CommandContext): Promise<ExitCode> {
   const dryRun = raw.dryRun === true;
   const force = raw.force === true;
   const changes = plan.leases.filter((entry) => entry.action === 'reset');
+  // Workers of versions before the per-lease figures cannot read an AT_TIMESTAMP checkpoint carrying
+  // its own time: during a rolling upgrade, such a worker taking a reset lease fails on it.
+  const previousVersion =
+    target.kind === 'timestamp'
+      ? status.workers
+          .filter((worker) => worker.alive && !worker.publishesLeaseFigures)
+          .map((worker) => worker.workerId)
+      : [];
+  const previousVersionProblem = `live workers of a previous kcl version (${previousVersion.join(', ')}: they publish no per-lease figures) cannot read the checkpoint a reset to a time writes (AT_TIMESTAMP carrying its time) and would fail on the leases they take; finish upgrading every worker first, or reset to TRIM_HORIZON, LATEST or a sequence number. --force does not override this`;
 
   if (!json) {
     say(
@@ -67,6 +76,7 @@ export async function runReset(context: CommandContext): Promise<ExitCode> {
     }
     if (plan.missing.length > 0) say(context, `  no lease for: ${plan.missing.join(', ')}`);
     if (plan.parentsWarning !== null) say(context, `Warning: ${plan.parentsWarning}.`);
+    if (previousVersion.length > 0) say(context, `Refused even with --force: ${previousVersionProblem}.`);
     if (live.length > 0) {
       say(
         context,
@@ -80,11 +90,15 @@ export async function runReset(context: CommandContext): Promise<ExitCode> {
     ]);
   }
   if (dryRun) {
-    if (json) io.stdout.write(`${toJson({ command: 'reset', dryRun: true, ...plan, liveWorkers: live })}\n`);
+    if (json)
+      io.stdout.write(
+        `${toJson({ command: 'reset', dryRun: true, ...plan, liveWorkers: live, previousVersionWorkers: previousVersion })}\n`,
+      );
     else if (live.length > 0 && !force)
       say(context, 'Without --force this reset would be refused: stop the workers first.');
     return EXIT_CODES.ok;
   }
+  if (previousVersion.length > 0) throw new OperationRefusedError('kcl reset', [previousVersionProblem]);
   if (live.length > 0 && !force) {
     throw new OperationRefusedError('kcl reset', [
       `workers are live (${live.join(', ')}): a running owner would write over the reset checkpoint. Stop the application first, or pass --force: the reset then takes each lease from its owner through the lease counter, and the owner drops it and starts again from the new checkpoint`,

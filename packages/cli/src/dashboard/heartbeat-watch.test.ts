@@ -14,6 +14,7 @@ const worker = (workerId: string, heartbeat: number, alive = true): WorkerStatus
   recordsPerSecond: 0,
   bytesPerSecond: 0,
   figuresOmitted: 0,
+  publishesLeaseFigures: true,
 });
 
 describe('HeartbeatWatch', () => {

@@ -40,6 +40,7 @@ function worker(workerId: string, alive: boolean): WorkerStatus {
     recordsPerSecond: 0,
     bytesPerSecond: 0,
     figuresOmitted: 0,
+    publishesLeaseFigures: true,
   };
 }
 

@@ -74,6 +74,11 @@ export interface WorkerStatus {
   readonly bytesPerSecond: number;
   /** Leases whose figures did not fit in its registry entry. */
   readonly figuresOmitted: number;
+  /**
+   * It publishes per-lease figures (`LEASE_FIGURES_METADATA_KEY`). A worker that does not runs a
+   * version from before them, which cannot read an AT_TIMESTAMP checkpoint carrying its own time.
+   */
+  readonly publishesLeaseFigures: boolean;
 }
 
 export type ProblemKind =
@@ -221,6 +226,7 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
         recordsPerSecond: sum(mine.map((figures) => figures.recordsPerSecond)),
         bytesPerSecond: sum(mine.map((figures) => figures.bytesPerSecond)),
         figuresOmitted: published?.omitted ?? 0,
+        publishesLeaseFigures: record.metadata[LEASE_FIGURES_METADATA_KEY] !== undefined,
       };
     });
 
