@@ -109,7 +109,7 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   )
     .option(
       '--to <position>',
-      'TRIM_HORIZON, LATEST, an ISO time (2026-03-01T12:00:00Z) or a sequence number',
+      'TRIM_HORIZON, LATEST, a past ISO time with its offset (2026-03-01T12:00:00Z, 2026-03-01T13:00:00+01:00) or a sequence number',
     )
     .option('--shard <id>', 'only this shard (repeat, or separate with commas); default every shard', collect)
     .option('--dry-run', 'print the plan and write nothing')
@@ -181,7 +181,7 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
 function commandProblems(name: CommandName, raw: RawOptions, io: CliIo): string[] {
   const problems: string[] = [];
   const writes = name === 'reset' || name === 'release' || name === 'forget-stream';
-  if (name === 'reset') problems.push(...resetOptionProblems(raw));
+  if (name === 'reset') problems.push(...resetOptionProblems(raw, Date.now()));
   if (name === 'release' && typeof raw.worker !== 'string')
     problems.push('--worker is required: the worker whose leases to release');
   if (name === 'forget-stream' && typeof raw.stream !== 'string')

@@ -221,6 +221,12 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     const bad = await kcl(['reset', ...common(), '--to', 'yesterday', '--yes']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--to "yesterday" is not a position/);
+    const local = await kcl(['reset', ...common(), '--to', '2026-01-01T00:00:00', '--yes']);
+    expect(local.code).toBe(2);
+    expect(local.stderr).toMatch(/--to "2026-01-01T00:00:00" has no offset from UTC: add Z/);
+    const future = await kcl(['reset', ...common(), '--to', '2999-01-01T00:00:00+01:00', '--yes']);
+    expect(future.code).toBe(2);
+    expect(future.stderr).toMatch(/is in the future/);
     const unconfirmed = await kcl(['reset', ...common(), '--to', 'LATEST']);
     expect(unconfirmed.code).toBe(2);
     expect(unconfirmed.stderr).toMatch(/pass --yes/);

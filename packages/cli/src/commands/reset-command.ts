@@ -6,23 +6,38 @@ import type { ExitCode } from '../cli/exit-codes.js';
 import { EXIT_CODES } from '../cli/exit-codes.js';
 import { OperationRefusedError } from '../cli/operation-refused-error.js';
 import { type ResetOutcome, resetLease } from '../operations/reset-leases.js';
-import { checkpointOfTarget, parseResetTarget, planReset } from '../operations/reset-plan.js';
+import {
+  checkpointOfTarget,
+  isTimeWithoutOffset,
+  parseResetTarget,
+  planReset,
+} from '../operations/reset-plan.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
 import { confirm } from './confirm.js';
 import { liveWorkers } from './live-workers.js';
 
-/** The problems with `--to` and `--shard`, before anything is opened. */
-export function resetOptionProblems(raw: Record<string, unknown>): string[] {
+/** The problems with `--to` and `--shard`, before anything is opened; `now`: this machine's clock. */
+export function resetOptionProblems(raw: Record<string, unknown>, now: number): string[] {
   const to = raw.to;
   if (typeof to !== 'string') {
     return [
       '--to is required: TRIM_HORIZON, LATEST, an ISO time (2026-03-01T12:00:00Z) or a sequence number',
     ];
   }
+  if (isTimeWithoutOffset(to)) {
+    return [
+      `--to ${JSON.stringify(to)} has no offset from UTC: add Z for UTC (2026-03-01T12:00:00Z) or the offset (2026-03-01T13:00:00+01:00)`,
+    ];
+  }
   const target = parseResetTarget(to);
   if (target === null) {
     return [
       `--to ${JSON.stringify(to)} is not a position: use TRIM_HORIZON, LATEST, an ISO time with date and time (2026-03-01T12:00:00Z) or a sequence number`,
+    ];
+  }
+  if (target.kind === 'timestamp' && target.timestamp.getTime() > now) {
+    return [
+      `--to ${JSON.stringify(to)} is in the future (it is ${new Date(now).toISOString()} here): a reset to a time replays from a moment past; to skip to new records use LATEST`,
     ];
   }
   const shards = (raw.shard as string[] | undefined) ?? [];
@@ -36,7 +51,7 @@ export function resetOptionProblems(raw: Record<string, unknown>): string[] {
 export async function runReset(context: CommandContext): Promise<ExitCode> {
   const { raw, json, io, store } = context;
   const target = parseResetTarget(raw.to as string);
-  if (target === null) throw new ConfigurationError('kcl reset', resetOptionProblems(raw));
+  if (target === null) throw new ConfigurationError('kcl reset', resetOptionProblems(raw, context.now()));
   const status = await readApplicationStatus(store, {
     workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,

@@ -22,7 +22,16 @@ describe('parseResetTarget', () => {
     expect(parseResetTarget(value)).toEqual(expected);
   });
 
-  it.each(['', 'yesterday', '2026-03-01', '2026-13-45T99:00:00Z', '-5'])('rejects %j', (value) => {
+  it.each([
+    '',
+    'yesterday',
+    '2026-03-01',
+    '2026-13-45T99:00:00Z',
+    '-5',
+    '2026-03-01T12:00:00',
+    '2026-03-01T12:00',
+    '2026-03-01T12:00:00+0100',
+  ])('rejects %j', (value) => {
     expect(parseResetTarget(value)).toBeNull();
   });
 });

@@ -9,16 +9,29 @@ export type ResetTarget =
   | { readonly kind: 'timestamp'; readonly timestamp: Date }
   | { readonly kind: 'sequence'; readonly sequenceNumber: string };
 
+/** An ISO 8601 date and time with its offset from UTC (`Z` or `±hh:mm`). */
+const TIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
 /**
- * Reads `--to`: TRIM_HORIZON, LATEST, an ISO 8601 time with a date and a time (`2026-03-01T12:00:00Z`),
- * or a sequence number (digits). Null when it is none of them.
+ * Whether `value` reads as a date and time without an offset from UTC: `Date.parse` would take it as
+ * this machine's local time, which is seldom what an operator replaying from a log line means.
+ */
+export function isTimeWithoutOffset(value: string): boolean {
+  const trimmed = value.trim();
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(trimmed) && !TIME_WITH_OFFSET.test(trimmed);
+}
+
+/**
+ * Reads `--to`: TRIM_HORIZON, LATEST, an ISO 8601 time with a date, a time and an offset
+ * (`2026-03-01T12:00:00Z`, `2026-03-01T13:00:00+01:00`), or a sequence number (digits). Null when it
+ * is none of them (a time without an offset included).
  */
 export function parseResetTarget(value: string): ResetTarget | null {
   const upper = value.trim().toUpperCase();
   if (upper === 'TRIM_HORIZON') return { kind: 'TRIM_HORIZON' };
   if (upper === 'LATEST') return { kind: 'LATEST' };
   if (/^[0-9]+$/.test(value.trim())) return { kind: 'sequence', sequenceNumber: value.trim() };
-  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(value.trim())) {
+  if (TIME_WITH_OFFSET.test(value.trim())) {
     const time = Date.parse(value.trim());
     if (Number.isFinite(time) && time > 0) return { kind: 'timestamp', timestamp: new Date(time) };
   }
