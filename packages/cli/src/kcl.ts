@@ -142,7 +142,9 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   )
     .option('--stream <name>', 'the stream: its name, or its identifier account:stream:creationEpoch')
     .option('--dry-run', 'print the leases that would be deleted and delete nothing')
-    .option('--force', 'delete although live workers hold some of them')
+    .option('--force', 'delete although live workers hold some of them, or the stream still exists')
+    .option('--kinesis-region <region>', 'refuse while the stream still exists, looked up in this region')
+    .option('--kinesis-endpoint <url>', 'the Kinesis endpoint for that check (an emulator, a VPC endpoint)')
     .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
     .addHelpText('after', after)
     .action(run('forget-stream'));
