@@ -136,12 +136,22 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     }
   })();
 
-  const server = createServer((request, response) => respond(request, response, state));
+  let allowedHosts: ReadonlySet<string> | null = null;
+  const server = createServer((request, response) => {
+    // Bound to loopback, only this machine's names are answered: a page elsewhere whose name was made
+    // to resolve to 127.0.0.1 (DNS rebinding) sends its own name as Host, and must not read the state.
+    if (allowedHosts !== null && !allowedHosts.has((request.headers.host ?? '').toLowerCase())) {
+      response.writeHead(421, { 'content-type': 'text/plain' }).end('misdirected request: unknown Host');
+      return;
+    }
+    respond(request, response, state);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
   });
   const address = server.address() as AddressInfo;
+  allowedHosts = isLoopback(address.address) ? loopbackHosts(address.port) : null;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let stopped: Promise<void> | null = null;
   return {
@@ -177,6 +187,16 @@ function respond(request: IncomingMessage, response: ServerResponse, state: () =
     return;
   }
   response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address === '::ffff:127.0.0.1';
+}
+
+/** The Host headers a browser on this machine sends to the loopback port (the port omitted at 80). */
+function loopbackHosts(port: number): ReadonlySet<string> {
+  const names = ['localhost', '127.0.0.1', '[::1]'];
+  return new Set([...names.map((name) => `${name}:${port}`), ...(port === 80 ? names : [])]);
 }
 
 function sampleOf(status: ApplicationStatus): DashboardSample {
