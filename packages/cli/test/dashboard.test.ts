@@ -86,4 +86,32 @@ describe('the dashboard server', () => {
       await store.close();
     }
   });
+
+  it('asks Kinesis about each stream once a minute, not at every read', async () => {
+    const store = await openLeaseStore(`sqlite:${join(directory, 'streams.db')}`, {
+      applicationName: 'billing',
+    });
+    await store.admin.ensureSchema();
+    const stream = '123456789012:orders:1700000000';
+    await store.leases.create({
+      leaseKey: `${stream}:shardId-0`,
+      checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+      streamIdentifier: stream,
+    });
+    let described = 0;
+    const kinesis = {
+      send: async () => {
+        described += 1;
+        return { StreamDescriptionSummary: { StreamCreationTimestamp: new Date(1_700_000_000_000) } };
+      },
+    } as never;
+    const dashboard = await startDashboard({ store, port: 0, intervalMs: 20, kinesis });
+    try {
+      await waitUntil(async () => dashboard.state().history.length >= 5, 5_000, 'five reads');
+      expect(described).toBe(1);
+    } finally {
+      await dashboard.stop();
+      await store.close();
+    }
+  });
 });

@@ -5,6 +5,7 @@ import type { Clock, LeaseStore } from '@kcl/core';
 import { systemClock } from '@kcl/core';
 import type { ApplicationStatus, ShardStatus } from '../status/application-status.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
+import { StreamPresenceCache } from '../status/stream-presence.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
 import { diffLeaseEvents, type LeaseEvent } from './lease-events.js';
@@ -21,7 +22,10 @@ export interface DashboardOptions {
   /** Reads kept for the sparklines (default 150). */
   readonly historyLength?: number;
   readonly clock?: Clock;
-  /** Checks that the leases' streams still exist (see `readApplicationStatus`). */
+  /**
+   * Checks that the leases' streams still exist (see `readApplicationStatus`); each stream's answer is
+   * kept for a minute (`StreamPresenceCache`).
+   */
   readonly kinesis?: Pick<KinesisClient, 'send'>;
   /** Stops the dashboard. */
   readonly signal?: AbortSignal;
@@ -86,13 +90,17 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const events: LeaseEvent[] = [];
   let retiredShards: RetiredShard[] = [];
   const watch = new HeartbeatWatch(intervalMs);
+  const streamPresence =
+    options.kinesis === undefined
+      ? undefined
+      : new StreamPresenceCache(options.kinesis, () => clock.monotonicNow());
 
   const read = async (): Promise<void> => {
     try {
       const next = await readApplicationStatus(options.store, {
         ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
         now: () => clock.now(),
-        ...(options.kinesis === undefined ? {} : { kinesis: options.kinesis }),
+        ...(streamPresence === undefined ? {} : { streamPresence }),
       });
       const previous = status;
       const aliveBefore = new Set(

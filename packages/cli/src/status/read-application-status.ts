@@ -2,7 +2,7 @@ import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { LeaseStore, StoreCallOptions } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import { type ApplicationStatus, applicationStatus } from './application-status.js';
-import { checkStreamPresence } from './stream-presence.js';
+import { checkStreamPresence, type StreamPresenceCache } from './stream-presence.js';
 
 export { DEFAULT_WORKER_EXPIRY_MS } from './application-status.js';
 
@@ -19,6 +19,8 @@ export interface ReadStatusOptions extends StoreCallOptions {
    * leases are looked up, and leases of deleted streams reported. Without it they are not checked.
    */
   readonly kinesis?: Pick<KinesisClient, 'send'>;
+  /** Instead of `kinesis` for repeated reads: the streams are looked up through this cache. */
+  readonly streamPresence?: StreamPresenceCache;
 }
 
 /**
@@ -42,9 +44,13 @@ export async function readApplicationStatus(
     (lease) => lease.streamIdentifier ?? streamIdentifierOfLeaseKey(lease.leaseKey) ?? [],
   );
   const streams =
-    options.kinesis === undefined || identifiers.length === 0
+    identifiers.length === 0
       ? undefined
-      : await checkStreamPresence(options.kinesis, identifiers);
+      : options.streamPresence !== undefined
+        ? await options.streamPresence.check(identifiers)
+        : options.kinesis === undefined
+          ? undefined
+          : await checkStreamPresence(options.kinesis, identifiers);
   return applicationStatus({
     ...(streams === undefined ? {} : { streams }),
     applicationName: store.applicationName,
