@@ -246,7 +246,7 @@ export class LeaseWorker {
     let workers: Awaited<ReturnType<LeaseStore['workers']['list']>>;
     const listedAt = clock.monotonicNow();
     try {
-      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list()]);
+      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list({ metadata: false })]);
     } catch (error) {
       this.#options.onStoreError('list leases', error);
       return;
@@ -372,7 +372,9 @@ export class LeaseWorker {
     const { store, clock } = this.#options;
     let registered = true;
     try {
-      registered = (await store.workers.list()).some((worker) => worker.workerId === handoff.to);
+      registered = (await store.workers.list({ metadata: false })).some(
+        (worker) => worker.workerId === handoff.to,
+      );
     } catch (error) {
       this.#options.onStoreError('read the worker registry before a hand-off', error);
     }

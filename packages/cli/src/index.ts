@@ -26,8 +26,12 @@ export type {
   StatusProblem,
   WorkerStatus,
 } from './status/application-status.js';
-export { applicationStatus } from './status/application-status.js';
+export { applicationStatus, CLOCK_SKEW_ALLOWANCE_MS } from './status/application-status.js';
 export type { ReadStatusOptions } from './status/read-application-status.js';
 export { DEFAULT_WORKER_EXPIRY_MS, readApplicationStatus } from './status/read-application-status.js';
 export type { StreamPresence } from './status/stream-presence.js';
-export { checkStreamPresence } from './status/stream-presence.js';
+export {
+  checkStreamPresence,
+  STREAM_PRESENCE_MAX_AGE_MS,
+  StreamPresenceCache,
+} from './status/stream-presence.js';

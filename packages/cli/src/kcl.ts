@@ -15,7 +15,6 @@ import { runForgetStream } from './commands/forget-stream-command.js';
 import { runRelease } from './commands/release-command.js';
 import { resetOptionProblems, runReset } from './commands/reset-command.js';
 import { runStatus } from './commands/status-command.js';
-import { DEFAULT_WORKER_EXPIRY_MS } from './status/read-application-status.js';
 
 const EXAMPLES = `Examples:
   # Shards, owners, lag, workers and problems of the application billing
@@ -73,9 +72,8 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   const expiry = (command: Command) =>
     command.option(
       '--worker-expiry-ms <ms>',
-      'a worker whose last heartbeat is older is taken as gone (heartbeats come every lease renew interval)',
+      'a worker whose last heartbeat is older is taken as gone (default: twice the renew interval it publishes + 15 s for clock skew, or 45001 for a worker that does not publish it)',
       integerOption(1),
-      DEFAULT_WORKER_EXPIRY_MS,
     );
 
   const program = new Command('kcl')
@@ -111,7 +109,7 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   )
     .option(
       '--to <position>',
-      'TRIM_HORIZON, LATEST, an ISO time (2026-03-01T12:00:00Z) or a sequence number',
+      'TRIM_HORIZON, LATEST, a past ISO time with its offset (2026-03-01T12:00:00Z, 2026-03-01T13:00:00+01:00) or a sequence number',
     )
     .option('--shard <id>', 'only this shard (repeat, or separate with commas); default every shard', collect)
     .option('--dry-run', 'print the plan and write nothing')
@@ -144,7 +142,9 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
   )
     .option('--stream <name>', 'the stream: its name, or its identifier account:stream:creationEpoch')
     .option('--dry-run', 'print the leases that would be deleted and delete nothing')
-    .option('--force', 'delete although live workers hold some of them')
+    .option('--force', 'delete although live workers hold some of them, or the stream still exists')
+    .option('--kinesis-region <region>', 'refuse while the stream still exists, looked up in this region')
+    .option('--kinesis-endpoint <url>', 'the Kinesis endpoint for that check (an emulator, a VPC endpoint)')
     .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
     .addHelpText('after', after)
     .action(run('forget-stream'));
@@ -183,7 +183,7 @@ export async function runKcl(argv: readonly string[], io: CliIo, signal: AbortSi
 function commandProblems(name: CommandName, raw: RawOptions, io: CliIo): string[] {
   const problems: string[] = [];
   const writes = name === 'reset' || name === 'release' || name === 'forget-stream';
-  if (name === 'reset') problems.push(...resetOptionProblems(raw));
+  if (name === 'reset') problems.push(...resetOptionProblems(raw, Date.now()));
   if (name === 'release' && typeof raw.worker !== 'string')
     problems.push('--worker is required: the worker whose leases to release');
   if (name === 'forget-stream' && typeof raw.stream !== 'string')

@@ -221,6 +221,12 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     const bad = await kcl(['reset', ...common(), '--to', 'yesterday', '--yes']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--to "yesterday" is not a position/);
+    const local = await kcl(['reset', ...common(), '--to', '2026-01-01T00:00:00', '--yes']);
+    expect(local.code).toBe(2);
+    expect(local.stderr).toMatch(/--to "2026-01-01T00:00:00" has no offset from UTC: add Z/);
+    const future = await kcl(['reset', ...common(), '--to', '2999-01-01T00:00:00+01:00', '--yes']);
+    expect(future.code).toBe(2);
+    expect(future.stderr).toMatch(/is in the future/);
     const unconfirmed = await kcl(['reset', ...common(), '--to', 'LATEST']);
     expect(unconfirmed.code).toBe(2);
     expect(unconfirmed.stderr).toMatch(/pass --yes/);
@@ -263,6 +269,45 @@ describe.each(STORES)('kcl on $name', ({ url, available }) => {
     expect((await store.leases.get('shardId-002'))?.owner).toBeNull();
     expect((await store.leases.get('shardId-001'))?.owner).toBe('worker-1');
     expect((await store.workers.list()).map((worker) => worker.workerId)).toEqual(['worker-1']);
+  });
+
+  it_(
+    'a reset to a time is refused, even with --force, while a live worker runs a previous version',
+    async () => {
+      await store.workers.heartbeat('worker-old', { startedAt: MINUTE_AGO });
+      const refused = await kcl(['reset', ...common(), '--to', MINUTE_AGO, '--force', '--yes']);
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toMatch(/live workers of a previous kcl version \(worker-old: /);
+      expect((await store.leases.get('shardId-001'))?.checkpoint.toString()).toBe('100');
+      // Other targets are readable by every version.
+      const latest = await kcl(['reset', ...common(), '--to', 'LATEST', '--force', '--yes']);
+      expect(latest.code).toBe(0);
+    },
+  );
+
+  it_('an owner not in the registry (a Java KCL worker) is taken as live unless --force', async () => {
+    await store.leases.create({
+      leaseKey: 'shardId-009',
+      checkpoint: ExtendedSequenceNumber.of('9'),
+      owner: 'java-worker',
+    });
+    const refused = await kcl(['release', ...common(), '--worker', 'java-worker', '--yes']);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/java-worker holds leases but is not in the worker registry/);
+    const reset = await kcl(['reset', ...common(), '--to', 'LATEST', '--worker-expiry-ms', '1', '--yes']);
+    expect(reset.code).toBe(3);
+    expect(reset.stderr).toMatch(/workers are live \(java-worker\)/);
+    const forced = await kcl([
+      'release',
+      ...common(),
+      '--worker',
+      'java-worker',
+      '--force',
+      '--yes',
+      '--json',
+    ]);
+    expect(forced.code).toBe(0);
+    expect((await store.leases.get('shardId-009'))?.owner).toBeNull();
   });
 
   it_('forget-stream deletes the leases of one stream only', async () => {

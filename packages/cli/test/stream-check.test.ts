@@ -70,4 +70,47 @@ describe('kcl status --kinesis-endpoint', () => {
     );
     expect(deleted.some((message) => message.includes(live))).toBe(false);
   });
+
+  it('forget-stream: a name of several identifiers is refused; a stream that still exists needs --force', async () => {
+    if (emulator === undefined) throw new Error('the emulator did not start');
+    const client = localKinesisClient(emulator);
+    await createStream(client, 'invoices', 1);
+    const summary = await client.send(new DescribeStreamSummaryCommand({ StreamName: 'invoices' }));
+    client.destroy();
+    const epoch = Math.floor(
+      (summary.StreamDescriptionSummary?.StreamCreationTimestamp?.getTime() ?? 0) / 1_000,
+    );
+    const live = `123456789012:invoices:${epoch}`;
+    const older = `123456789012:invoices:${epoch - 3_600}`;
+    const url = `sqlite:${join(directory, 'forget.db')}`;
+    const store = await openLeaseStore(url, { applicationName: 'billing' });
+    await store.admin.ensureSchema();
+    for (const stream of [live, older]) {
+      await store.leases.create({
+        leaseKey: `${stream}:shardId-000000000000`,
+        checkpoint: ExtendedSequenceNumber.TRIM_HORIZON,
+        streamIdentifier: stream,
+      });
+    }
+    const common = ['--app', 'billing', '--store', url, '--yes'];
+    const kinesis = ['--kinesis-endpoint', emulator.endpoint];
+    try {
+      const ambiguous = await kcl(['forget-stream', ...common, '--stream', 'invoices']);
+      expect(ambiguous.code).toBe(2);
+      expect(ambiguous.stderr).toContain(`names 2 streams (${older}, ${live})`);
+      const exists = await kcl(['forget-stream', ...common, ...kinesis, '--stream', live]);
+      expect(exists.code).toBe(3);
+      expect(exists.stderr).toMatch(/stream .*invoices.* still exists/);
+      const recreated = await kcl(['forget-stream', ...common, ...kinesis, '--stream', older]);
+      expect(recreated.code).toBe(0);
+      expect((await store.leases.list()).map((lease) => lease.leaseKey)).toEqual([
+        `${live}:shardId-000000000000`,
+      ]);
+      const forced = await kcl(['forget-stream', ...common, ...kinesis, '--stream', 'invoices', '--force']);
+      expect(forced.code).toBe(0);
+      expect(await store.leases.list()).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -2,10 +2,11 @@ import type { Shard } from '@aws-sdk/client-kinesis';
 import type { KclEvent } from '@kcl/core';
 import { ExtendedSequenceNumber, noopLogger } from '@kcl/core';
 import { createFaultyLeaseStore, createMemoryLeaseStore, ManualClock, MemoryLeaseTable } from '@kcl/testkit';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type ConsumerOptions, resolveConsumerOptions } from './consumer-options.js';
 import type { StreamReader } from './kinesis/kinesis-stream.js';
 import { createLeasePlanner } from './leases/lease-planner.js';
+import { LeaseFigureTracker } from './metrics/lease-figure-tracker.js';
 import { WorkerMetrics } from './metrics/worker-metrics.js';
 import { Worker } from './worker.js';
 
@@ -136,6 +137,58 @@ describe('worker timing (manual clock)', () => {
     const listings = store.faults.calls('workers.list');
     await clock.advance(10_000);
     expect(store.faults.calls('workers.list') - listings).toBe(5);
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('publishes its renew interval in its heartbeat metadata (tools judge its liveness by it)', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    await start(worker, clock);
+    await clock.advance(1_000);
+    const [record] = await store.workers.list();
+    expect(record?.metadata.leaseRenewIntervalMs).toBe('1000');
+    const stopping = worker.stop(true);
+    await clock.advance(0);
+    await stopping;
+  });
+
+  it('heartbeats without figures when they cannot be computed', async () => {
+    const failing = vi.spyOn(LeaseFigureTracker.prototype, 'publish').mockImplementation(() => {
+      throw new Error('figures failed');
+    });
+    try {
+      const clock = new ManualClock();
+      const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+      await start(worker, clock);
+      const beats = store.faults.calls('workers.heartbeat');
+      await clock.advance(3_000);
+      expect(store.faults.calls('workers.heartbeat') - beats).toBe(3);
+      const [record] = await store.workers.list();
+      expect(record?.metadata.leaseFigures).toBe('{"v":1,"l":[],"o":0}');
+      const stopping = worker.stop(true);
+      await clock.advance(0);
+      await stopping;
+    } finally {
+      failing.mockRestore();
+    }
+  });
+
+  it('lists the workers without their metadata to rebalance (their lease figures are kilobytes each)', async () => {
+    const clock = new ManualClock();
+    const { worker, store } = buildWorker('w1', clock, new MemoryLeaseTable());
+    const registry = store.workers as { list: typeof store.workers.list };
+    const list = registry.list.bind(store.workers);
+    const asked: unknown[] = [];
+    registry.list = (options) => {
+      asked.push(options?.metadata);
+      return list(options);
+    };
+    await start(worker, clock);
+    await clock.advance(4_000);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((metadata) => metadata === false)).toBe(true);
     const stopping = worker.stop(true);
     await clock.advance(0);
     await stopping;

@@ -10,10 +10,12 @@ import type {
 } from '@kcl/core';
 import {
   ApplicationMigratedError,
+  encodeLeaseFigures,
   isLeaseComplete,
   jitter,
   KclError,
   LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
   untilAborted,
 } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
@@ -476,7 +478,9 @@ export class Worker {
     let workers: WorkerRecord[];
     const listedAt = clock.monotonicNow();
     try {
-      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list()]);
+      // Without metadata: every worker's entry carries its lease figures (kilobytes), which the plan
+      // does not need, and every worker lists every worker this often.
+      [leases, workers] = await Promise.all([store.leases.list(), store.workers.list({ metadata: false })]);
     } catch (error) {
       this.#storeError('list leases', error);
       return;
@@ -692,12 +696,28 @@ export class Worker {
     return this.#heartbeating;
   }
 
-  /** What the registry shows about this worker: its start, and the figures of the leases it holds. */
+  /**
+   * What the registry shows about this worker: its start, its heartbeat interval (tools judge its
+   * liveness by it), and the figures of the leases it holds.
+   */
   #heartbeatMetadata(): Record<string, string> {
     return {
       startedAt: this.#startedAt,
-      [LEASE_FIGURES_METADATA_KEY]: this.#figures.publish(this.#keeper.held().map((held) => held.leaseKey)),
+      [LEASE_RENEW_INTERVAL_METADATA_KEY]: String(this.#deps.options.leaseRenewIntervalMs),
+      [LEASE_FIGURES_METADATA_KEY]: this.#leaseFigures(),
     };
+  }
+
+  /** The figures of the held leases; none (an empty list) when they cannot be computed: never skip a heartbeat. */
+  #leaseFigures(): string {
+    try {
+      return this.#figures.publish(this.#keeper.held().map((held) => held.leaseKey));
+    } catch (error) {
+      this.#deps.logger.warn('could not compute the lease figures; the heartbeat goes without them', {
+        error,
+      });
+      return encodeLeaseFigures([]);
+    }
   }
 
   /**

@@ -72,6 +72,7 @@ export {
   encodeLeaseFigures,
   LEASE_FIGURES_MAX_LENGTH,
   LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
 } from './lease-figures.js';
 export type {
   CheckpointUpdate,
@@ -91,6 +92,7 @@ export type {
   TransactionalCheckpointResult,
   TransactionalCheckpointWork,
   UnreadableLeaseRow,
+  WorkerListOptions,
   WorkerRecord,
   WorkerRegistry,
   WorkerSession,

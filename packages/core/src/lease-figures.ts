@@ -19,6 +19,12 @@ export interface LeaseFigures {
 /** The worker metadata key of the per-lease figures. */
 export const LEASE_FIGURES_METADATA_KEY = 'leaseFigures';
 
+/**
+ * The worker metadata key of the worker's lease renew interval (milliseconds, decimal): it heartbeats
+ * that often, so tools can judge from its heartbeat age whether it is live.
+ */
+export const LEASE_RENEW_INTERVAL_METADATA_KEY = 'leaseRenewIntervalMs';
+
 /** The longest figures string a worker writes: leases past it are left out (and counted). */
 export const LEASE_FIGURES_MAX_LENGTH = 16_000;
 

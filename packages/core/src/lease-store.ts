@@ -36,6 +36,17 @@ export interface StoreCallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options of `workers.list`. */
+export interface WorkerListOptions extends StoreCallOptions {
+  /**
+   * false: list the workers without their metadata (each record's `metadata` is empty), which the
+   * store then does not read: a worker's metadata can hold kilobytes (its per-lease figures), and the
+   * runtime lists every worker every rebalance interval but needs only ids and heartbeats. Default true.
+   * A store that predates the option returns the metadata anyway.
+   */
+  readonly metadata?: boolean;
+}
+
 export interface LeaseRenewal {
   readonly leaseKey: string;
   /** The counter the caller last saw. */
@@ -265,7 +276,8 @@ export interface WorkerRegistry {
     metadata?: Readonly<Record<string, string>>,
     options?: StoreCallOptions,
   ): Promise<WorkerRecord>;
-  list(options?: StoreCallOptions): Promise<WorkerRecord[]>;
+  /** Every worker of this application, in worker id order; `options.metadata: false` leaves metadata out. */
+  list(options?: WorkerListOptions): Promise<WorkerRecord[]>;
   /** Removes the worker (on a graceful stop). Removing an absent worker is not an error. */
   remove(workerId: string, options?: StoreCallOptions): Promise<void>;
   /**

@@ -64,7 +64,7 @@ export function createDynamoLeaseStore(options: DynamoLeaseStoreOptions): Dynamo
   const workers: WorkerRegistry = {
     heartbeat: (workerId, metadata, callOptions) =>
       registry.heartbeat(workerId, metadata, callOptions?.signal),
-    list: (callOptions) => registry.list(callOptions?.signal),
+    list: (callOptions) => registry.list(callOptions?.signal, callOptions?.metadata !== false),
     remove: (workerId, callOptions) => registry.remove(workerId, callOptions?.signal),
   };
 

@@ -29,6 +29,13 @@ export const WORKER_ATTRIBUTES = Object.freeze({
   migratedAt: 'migratedAt',
 });
 
+/** What a worker listing without metadata reads of each entry. */
+const WITHOUT_METADATA = [
+  WORKER_ATTRIBUTES.workerId,
+  WORKER_ATTRIBUTES.heartbeat,
+  WORKER_ATTRIBUTES.lastHeartbeatAt,
+] as const;
+
 /** Range-key prefix of worker entries; the prefix keeps any worker id apart from the marker's key. */
 export const WORKER_ENTRY_PREFIX = 'worker:';
 /** Range key of the migration marker. It has no `worker:` prefix, so no worker id can reach it. */
@@ -121,25 +128,40 @@ export class DynamoWorkerRegistry {
     return this.#decodeWorker(output.Attributes ?? {});
   }
 
-  /** Every worker of the application, page by page, in worker id order. */
-  async list(signal?: AbortSignal): Promise<WorkerRecord[]> {
+  /**
+   * Every worker of the application, page by page, in worker id order. Without metadata the query
+   * projects the other attributes only, so the metadata (up to kilobytes a worker) is neither read nor
+   * billed.
+   */
+  async list(signal?: AbortSignal, withMetadata = true): Promise<WorkerRecord[]> {
     const { applicationName, consistentReads, pageSize } = this.#options;
     const workers: WorkerRecord[] = [];
     let startKey: DynamoItem | undefined;
+    const expressions = buildExpressions({
+      keyCondition: {
+        expression: `#${WORKER_ATTRIBUTES.applicationName} = :applicationName AND begins_with(#${WORKER_ATTRIBUTES.entryKey}, :workerPrefix)`,
+        values: {
+          ':applicationName': { S: applicationName },
+          ':workerPrefix': { S: WORKER_ENTRY_PREFIX },
+        },
+      },
+    });
+    const projection = withMetadata
+      ? {}
+      : {
+          ProjectionExpression: WITHOUT_METADATA.map((name) => `#${name}`).join(', '),
+          ExpressionAttributeNames: {
+            ...expressions.ExpressionAttributeNames,
+            ...Object.fromEntries(WITHOUT_METADATA.map((name) => [`#${name}`, name])),
+          },
+        };
     do {
       const page = await this.#send('Query (list workers)', signal, () =>
         this.#options.client.send(
           new QueryCommand({
             TableName: this.#tableName,
-            ...buildExpressions({
-              keyCondition: {
-                expression: `#${WORKER_ATTRIBUTES.applicationName} = :applicationName AND begins_with(#${WORKER_ATTRIBUTES.entryKey}, :workerPrefix)`,
-                values: {
-                  ':applicationName': { S: applicationName },
-                  ':workerPrefix': { S: WORKER_ENTRY_PREFIX },
-                },
-              },
-            }),
+            ...expressions,
+            ...projection,
             ConsistentRead: consistentReads,
             ...(pageSize === null ? {} : { Limit: pageSize }),
             ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),

@@ -1,4 +1,4 @@
-import type { StoreCallOptions, WorkerRecord, WorkerRegistry } from '@kcl/core';
+import type { StoreCallOptions, WorkerListOptions, WorkerRecord, WorkerRegistry } from '@kcl/core';
 import { sql } from 'kysely';
 import { invalidArgument } from './sql-errors.js';
 import { metadataToJson, workerFromRow } from './sql-lease-row.js';
@@ -19,7 +19,7 @@ export function createSqlWorkerRegistry(
   return {
     heartbeat: (workerId: string, metadata?: Readonly<Record<string, string>>, _options?: StoreCallOptions) =>
       heartbeat(context, workerId, metadata),
-    list: (_options?: StoreCallOptions) => listWorkers(context),
+    list: (options?: WorkerListOptions) => listWorkers(context, options?.metadata !== false),
     remove: (workerId: string, _options?: StoreCallOptions) => removeWorker(context, workerId),
     ...(sessions === null ? {} : sessions.calls),
   };
@@ -60,14 +60,16 @@ async function heartbeat(
   });
 }
 
-function listWorkers(context: SqlStoreContext): Promise<WorkerRecord[]> {
+/** Without metadata the column is not selected: it can hold kilobytes a worker (its lease figures). */
+function listWorkers(context: SqlStoreContext, withMetadata: boolean): Promise<WorkerRecord[]> {
   return runSql(context, 'listing the workers', async () => {
+    const metadata = withMetadata ? sql`, ${sql.ref('metadata')}` : sql``;
     const { rows } = await sql<SqlRow>`select ${sql.ref('worker_id')}, ${sql.ref('heartbeat')},
-        ${sql.ref('last_heartbeat_at_ms')}, ${sql.ref('metadata')}
+        ${sql.ref('last_heartbeat_at_ms')}${metadata}
       from ${sql.table(context.tables.workers)}
       where ${sql.ref('application_name')} = ${context.applicationName}
       order by ${sql.ref('worker_id')}`.execute(context.db);
-    return rows.map((row) => workerFromRow(row, context.store));
+    return rows.map((row) => workerFromRow(withMetadata ? row : { ...row, metadata: '{}' }, context.store));
   });
 }
 

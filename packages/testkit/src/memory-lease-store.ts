@@ -320,9 +320,11 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       return record;
     },
 
-    async list() {
+    async list(options) {
       await tick();
-      return [...state().workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
+      const workers = [...state().workers.values()].sort((a, b) => compareLeaseKeys(a.workerId, b.workerId));
+      if (options?.metadata !== false) return workers;
+      return workers.map((worker) => Object.freeze({ ...worker, metadata: Object.freeze({}) }));
     },
 
     async remove(workerId) {

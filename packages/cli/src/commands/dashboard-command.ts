@@ -13,7 +13,7 @@ export async function runDashboard(context: CommandContext): Promise<ExitCode> {
     port: raw.port as number,
     host: raw.host as string,
     intervalMs: raw.intervalMs as number,
-    workerExpiryMs: raw.workerExpiryMs as number,
+    ...(raw.workerExpiryMs === undefined ? {} : { workerExpiryMs: raw.workerExpiryMs as number }),
     signal: context.signal,
     ...(context.kinesis === undefined ? {} : { kinesis: context.kinesis }),
   });

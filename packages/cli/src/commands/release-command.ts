@@ -16,17 +16,19 @@ export async function runRelease(context: CommandContext): Promise<ExitCode> {
   const { raw, json, io, store } = context;
   const workerId = raw.worker as string;
   const status = await readApplicationStatus(store, {
-    workerExpiryMs: raw.workerExpiryMs as number,
+    workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,
   });
   const worker = status.workers.find((entry) => entry.workerId === workerId);
   const leases = status.shards.filter((shard) => shard.owner === workerId).map((shard) => shard.leaseKey);
-  const alive = worker?.alive === true;
+  // A worker not in the registry that holds leases may be one that does not register (a Java KCL
+  // worker): nothing says it is gone, so it counts as live.
+  const alive = worker === undefined ? status.unregisteredOwners.includes(workerId) : worker.alive;
   const dryRun = raw.dryRun === true;
   if (!json) {
     say(
       context,
-      `${workerId}: ${worker === undefined ? 'not in the worker registry' : alive ? 'alive (recent heartbeat)' : 'gone (old heartbeat)'}, holds ${leases.length} lease(s)${leases.length === 0 ? '' : `: ${leases.join(', ')}`}${dryRun ? ' (dry run: nothing is written)' : ''}`,
+      `${workerId}: ${worker === undefined ? `not in the worker registry${alive ? ' (taken as live: a worker that does not register, such as a Java KCL worker, holds leases under this id)' : ''}` : alive ? 'alive (recent heartbeat)' : 'gone (old heartbeat)'}, holds ${leases.length} lease(s)${leases.length === 0 ? '' : `: ${leases.join(', ')}`}${dryRun ? ' (dry run: nothing is written)' : ''}`,
     );
   }
   if (dryRun) {
@@ -35,7 +37,9 @@ export async function runRelease(context: CommandContext): Promise<ExitCode> {
   }
   if (alive && raw.force !== true) {
     throw new OperationRefusedError('kcl release', [
-      `${workerId} is alive (its last heartbeat is ${Math.round((worker?.heartbeatAgeMs ?? 0) / 1_000)} s old): it would take leases again. Stop it first, or pass --force if it is stuck: it then finds its leases gone at its next renewal`,
+      worker === undefined
+        ? `${workerId} holds leases but is not in the worker registry, so nothing says it is gone (a Java KCL worker does not register): stop it first, or pass --force if it is gone or stuck`
+        : `${workerId} is alive (its last heartbeat is ${Math.round(worker.heartbeatAgeMs / 1_000)} s old, under its expiry of ${Math.round(worker.expiryMs / 1_000)} s): it would take leases again. Stop it first, or pass --force if it is stuck: it then finds its leases gone at its next renewal`,
     ]);
   }
   if (leases.length > 0) {

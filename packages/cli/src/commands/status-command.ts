@@ -4,14 +4,22 @@ import type { ExitCode } from '../cli/exit-codes.js';
 import { EXIT_CODES } from '../cli/exit-codes.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
 import { formatApplicationStatus } from '../status/status-text.js';
+import { StreamPresenceCache } from '../status/stream-presence.js';
 
 /** `kcl status`: once, or redrawn every `--interval-ms` with `--watch` until Ctrl-C. */
 export async function runStatus(context: CommandContext): Promise<ExitCode> {
   const { io, raw, json, signal } = context;
+  // Watching, each stream's presence is asked of Kinesis once a minute, not at every read.
+  const kinesis =
+    context.kinesis === undefined
+      ? {}
+      : raw.watch === true
+        ? { streamPresence: new StreamPresenceCache(context.kinesis, () => performance.now()) }
+        : { kinesis: context.kinesis };
   const options = {
-    workerExpiryMs: raw.workerExpiryMs as number,
+    workerExpiryMs: raw.workerExpiryMs as number | undefined,
     now: context.now,
-    ...(context.kinesis === undefined ? {} : { kinesis: context.kinesis }),
+    ...kinesis,
   };
   if (raw.watch !== true) {
     const status = await readApplicationStatus(context.store, options);

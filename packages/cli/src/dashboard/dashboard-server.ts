@@ -5,6 +5,7 @@ import type { Clock, LeaseStore } from '@kcl/core';
 import { systemClock } from '@kcl/core';
 import type { ApplicationStatus, ShardStatus } from '../status/application-status.js';
 import { readApplicationStatus } from '../status/read-application-status.js';
+import { StreamPresenceCache } from '../status/stream-presence.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
 import { diffLeaseEvents, type LeaseEvent } from './lease-events.js';
@@ -21,7 +22,10 @@ export interface DashboardOptions {
   /** Reads kept for the sparklines (default 150). */
   readonly historyLength?: number;
   readonly clock?: Clock;
-  /** Checks that the leases' streams still exist (see `readApplicationStatus`). */
+  /**
+   * Checks that the leases' streams still exist (see `readApplicationStatus`); each stream's answer is
+   * kept for a minute (`StreamPresenceCache`).
+   */
   readonly kinesis?: Pick<KinesisClient, 'send'>;
   /** Stops the dashboard. */
   readonly signal?: AbortSignal;
@@ -86,13 +90,17 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const events: LeaseEvent[] = [];
   let retiredShards: RetiredShard[] = [];
   const watch = new HeartbeatWatch(intervalMs);
+  const streamPresence =
+    options.kinesis === undefined
+      ? undefined
+      : new StreamPresenceCache(options.kinesis, () => clock.monotonicNow());
 
   const read = async (): Promise<void> => {
     try {
       const next = await readApplicationStatus(options.store, {
         ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
         now: () => clock.now(),
-        ...(options.kinesis === undefined ? {} : { kinesis: options.kinesis }),
+        ...(streamPresence === undefined ? {} : { streamPresence }),
       });
       const previous = status;
       const aliveBefore = new Set(
@@ -136,12 +144,22 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     }
   })();
 
-  const server = createServer((request, response) => respond(request, response, state));
+  let allowedHosts: ReadonlySet<string> | null = null;
+  const server = createServer((request, response) => {
+    // Bound to loopback, only this machine's names are answered: a page elsewhere whose name was made
+    // to resolve to 127.0.0.1 (DNS rebinding) sends its own name as Host, and must not read the state.
+    if (allowedHosts !== null && !allowedHosts.has((request.headers.host ?? '').toLowerCase())) {
+      response.writeHead(421, { 'content-type': 'text/plain' }).end('misdirected request: unknown Host');
+      return;
+    }
+    respond(request, response, state);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
   });
   const address = server.address() as AddressInfo;
+  allowedHosts = isLoopback(address.address) ? loopbackHosts(address.port) : null;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let stopped: Promise<void> | null = null;
   return {
@@ -177,6 +195,16 @@ function respond(request: IncomingMessage, response: ServerResponse, state: () =
     return;
   }
   response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address === '::ffff:127.0.0.1';
+}
+
+/** The Host headers a browser on this machine sends to the loopback port (the port omitted at 80). */
+function loopbackHosts(port: number): ReadonlySet<string> {
+  const names = ['localhost', '127.0.0.1', '[::1]'];
+  return new Set([...names.map((name) => `${name}:${port}`), ...(port === 80 ? names : [])]);
 }
 
 function sampleOf(status: ApplicationStatus): DashboardSample {

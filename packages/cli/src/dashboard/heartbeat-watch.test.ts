@@ -8,11 +8,13 @@ const worker = (workerId: string, heartbeat: number, alive = true): WorkerStatus
   heartbeatAgeMs: 0,
   heartbeat,
   alive,
+  expiryMs: 45_001,
   startedAt: null,
   leases: [],
   recordsPerSecond: 0,
   bytesPerSecond: 0,
   figuresOmitted: 0,
+  publishesLeaseFigures: true,
 });
 
 describe('HeartbeatWatch', () => {
@@ -30,6 +32,20 @@ describe('HeartbeatWatch', () => {
     watch.observe([worker('a', 4)], 1_100);
     expect(watch.alive('a')).toBe(true);
     watch.observe([], 1_200);
+    expect(watch.alive('a')).toBe(false);
+  });
+
+  it('does not take the gap from its first observation to the first change as the heartbeat interval', () => {
+    const watch = new HeartbeatWatch(100);
+    // First seen just before a heartbeat: the counter moves one read later, then not for a while.
+    watch.observe([worker('a', 1)], 0);
+    watch.observe([worker('a', 2)], 100);
+    watch.observe([worker('a', 2)], 400);
+    expect(watch.alive('a')).toBe(true);
+    watch.observe([worker('a', 3)], 1_100);
+    watch.observe([worker('a', 3)], 2_000);
+    expect(watch.alive('a')).toBe(true);
+    watch.observe([worker('a', 3)], 2_201);
     expect(watch.alive('a')).toBe(false);
   });
 });

@@ -3,6 +3,11 @@ import type { WorkerStatus } from '../status/application-status.js';
 interface Watched {
   heartbeat: number;
   changedAt: number;
+  /**
+   * Whether `changedAt` is a change seen: the first observation is not one (the heartbeat may have
+   * come just before), so the gap from it to the first change is no gap between heartbeats.
+   */
+  changed: boolean;
   /** The last gaps between two changes seen, newest last. */
   gaps: number[];
 }
@@ -11,8 +16,9 @@ interface Watched {
  * Which workers are alive by the rule kcl's workers use among themselves: a worker is alive while its
  * heartbeat counter keeps moving on the observer's own clock. A worker is gone once its counter has
  * been still for longer than its usual gap between heartbeats (the largest of the last few, plus one
- * read interval for the observer's own granularity). Until two changes were seen, the registry's
- * heartbeat time decides (`WorkerStatus.alive`).
+ * read interval for the observer's own granularity). The gap from the first observation to the first
+ * change is not counted (it can be as short as a read interval): until two changes were seen, the
+ * registry's heartbeat time decides (`WorkerStatus.alive`).
  */
 export class HeartbeatWatch {
   readonly #readIntervalMs: number;
@@ -33,10 +39,16 @@ export class HeartbeatWatch {
       this.#fallback.set(worker.workerId, worker.alive);
       const watched = this.#watched.get(worker.workerId);
       if (watched === undefined) {
-        this.#watched.set(worker.workerId, { heartbeat: worker.heartbeat, changedAt: now, gaps: [] });
+        this.#watched.set(worker.workerId, {
+          heartbeat: worker.heartbeat,
+          changedAt: now,
+          changed: false,
+          gaps: [],
+        });
       } else if (watched.heartbeat !== worker.heartbeat) {
-        watched.gaps.push(now - watched.changedAt);
+        if (watched.changed) watched.gaps.push(now - watched.changedAt);
         if (watched.gaps.length > 5) watched.gaps.shift();
+        watched.changed = true;
         watched.heartbeat = worker.heartbeat;
         watched.changedAt = now;
       }

@@ -34,11 +34,13 @@ function worker(workerId: string, alive: boolean): WorkerStatus {
     heartbeatAgeMs: 0,
     heartbeat: 1,
     alive,
+    expiryMs: 45_001,
     startedAt: null,
     leases: [],
     recordsPerSecond: 0,
     bytesPerSecond: 0,
     figuresOmitted: 0,
+    publishesLeaseFigures: true,
   };
 }
 
@@ -49,6 +51,7 @@ function status(shards: ShardStatus[], workers: WorkerStatus[]): ApplicationStat
     readAt: '2026-01-01T00:00:01.000Z',
     shards,
     workers,
+    unregisteredOwners: [],
     problems: [],
   };
 }

@@ -4,6 +4,7 @@ import {
   encodeLeaseFigures,
   hashKeyRange,
   LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
   leaseFromInit,
   MAX_HASH_KEY,
 } from '@kcl/core';
@@ -95,6 +96,56 @@ describe('applicationStatus', () => {
       // A gone worker's last published rates are not shown as current.
       ['stale', false, ['c'], 0],
     ]);
+  });
+
+  it('judges liveness by the renew interval a worker publishes, with a clock-skew allowance', () => {
+    const published = (workerId: string, ageMs: number, renewIntervalMs: string | null): WorkerRecord => ({
+      ...worker(workerId, ageMs),
+      metadata: renewIntervalMs === null ? {} : { [LEASE_RENEW_INTERVAL_METADATA_KEY]: renewIntervalMs },
+    });
+    const input = {
+      applicationName: 'billing',
+      store: 'test',
+      scan: {
+        leases: [
+          leaseFromInit({ leaseKey: 'a', checkpoint: ExtendedSequenceNumber.of('1'), owner: 'java-worker' }),
+          leaseFromInit({
+            leaseKey: 'b',
+            checkpoint: ExtendedSequenceNumber.of('1'),
+            owner: 'kcl-cli:reset',
+          }),
+        ],
+        unreadable: [],
+      },
+      workers: [
+        // 2 × 30 s + 15 s: a heartbeat 70 s old is still within it.
+        published('slow', 70_000, '30000'),
+        published('slow-gone', 80_000, '30000'),
+        // 2 × 1 s + 15 s.
+        published('fast-gone', 20_000, '1000'),
+        published('fast', 16_000, '1000'),
+        // Without the key: the default lease expiry.
+        published('old-version', 46_000, null),
+        published('garbled', 10_000, 'soon'),
+      ],
+      now: NOW,
+    };
+    const alive = (status: ReturnType<typeof applicationStatus>) =>
+      status.workers.map((entry) => [entry.workerId, entry.alive, entry.expiryMs]);
+    expect(alive(applicationStatus(input))).toEqual([
+      ['fast', true, 17_000],
+      ['fast-gone', false, 17_000],
+      ['garbled', true, 45_001],
+      ['old-version', false, 45_001],
+      ['slow', true, 75_000],
+      ['slow-gone', false, 75_000],
+    ]);
+    // --worker-expiry-ms overrides what the workers publish.
+    expect(
+      alive(applicationStatus({ ...input, workerExpiryMs: 5_000 })).every(([, live]) => live === false),
+    ).toBe(true);
+    // An owner that never registers (a Java KCL worker) is listed; a reset's placeholder owner is not.
+    expect(applicationStatus(input).unregisteredOwners).toEqual(['java-worker']);
   });
 
   it('finds holes in the hash key space per stream', () => {

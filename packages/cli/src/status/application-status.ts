@@ -1,12 +1,24 @@
 import type { Lease, LeaseFigures, LeaseTableScan, WorkerRecord } from '@kcl/core';
-import { decodeLeaseFigures, LEASE_FIGURES_METADATA_KEY, shardIdOfLeaseKey } from '@kcl/core';
+import {
+  decodeLeaseFigures,
+  LEASE_FIGURES_METADATA_KEY,
+  LEASE_RENEW_INTERVAL_METADATA_KEY,
+  shardIdOfLeaseKey,
+} from '@kcl/core';
 import {
   auditHashRangeCoverage,
   formatHashKeyRange,
   parentLeaseKeysOf,
   streamIdentifierOfLeaseKey,
 } from '@kcl/shard-graph';
+import { RESET_OWNER } from '../operations/reset-leases.js';
 import type { StreamPresence } from './stream-presence.js';
+
+/** How old a worker's heartbeat may be when it does not publish its renew interval: the default lease expiry. */
+export const DEFAULT_WORKER_EXPIRY_MS = 45_001;
+
+/** What a heartbeat's age may exceed twice the worker's renew interval by: clocks of machines differ. */
+export const CLOCK_SKEW_ALLOWANCE_MS = 15_000;
 
 /**
  * - `owned`: a live worker holds the lease.
@@ -45,8 +57,16 @@ export interface WorkerStatus {
   readonly heartbeatAgeMs: number;
   /** The registry's heartbeat counter: it moves with every heartbeat. */
   readonly heartbeat: number;
-  /** A heartbeat within the worker expiry. */
+  /**
+   * Its heartbeat is younger than its expiry (`expiryMs`). Judged by its wall clock against this
+   * reader's: a view, and the basis of the operations' refusals, never of an unfenced write.
+   */
   readonly alive: boolean;
+  /**
+   * The heartbeat age past which it is taken as gone: `--worker-expiry-ms` when given; else twice the
+   * renew interval it publishes plus `CLOCK_SKEW_ALLOWANCE_MS`; else `DEFAULT_WORKER_EXPIRY_MS`.
+   */
+  readonly expiryMs: number;
   readonly startedAt: string | null;
   /** The leases the lease table says it holds. */
   readonly leases: readonly string[];
@@ -54,6 +74,11 @@ export interface WorkerStatus {
   readonly bytesPerSecond: number;
   /** Leases whose figures did not fit in its registry entry. */
   readonly figuresOmitted: number;
+  /**
+   * It publishes per-lease figures (`LEASE_FIGURES_METADATA_KEY`). A worker that does not runs a
+   * version from before them, which cannot read an AT_TIMESTAMP checkpoint carrying its own time.
+   */
+  readonly publishesLeaseFigures: boolean;
 }
 
 export type ProblemKind =
@@ -78,6 +103,13 @@ export interface ApplicationStatus {
   readonly readAt: string;
   readonly shards: readonly ShardStatus[];
   readonly workers: readonly WorkerStatus[];
+  /**
+   * Owners of leases that are not in the worker registry at all (a Java KCL worker does not register;
+   * nor does a worker of another implementation): nothing tells whether they are live, so the
+   * operations treat them as live unless `--force`. The placeholder owner of an interrupted reset is
+   * not one of them.
+   */
+  readonly unregisteredOwners: readonly string[];
   readonly problems: readonly StatusProblem[];
 }
 
@@ -88,8 +120,12 @@ export interface StatusInput {
   readonly workers: readonly WorkerRecord[];
   /** The reader's wall clock. */
   readonly now: number;
-  /** A worker whose last heartbeat is older than this is taken as gone. */
-  readonly workerExpiryMs: number;
+  /**
+   * A worker whose last heartbeat is older than this is taken as gone, whatever it publishes; absent:
+   * per worker, twice its published renew interval plus `CLOCK_SKEW_ALLOWANCE_MS`, or
+   * `DEFAULT_WORKER_EXPIRY_MS` for a worker that does not publish it.
+   */
+  readonly workerExpiryMs?: number;
   /** Whether the streams of the leases still exist, when Kinesis was asked (`checkStreamPresence`). */
   readonly streams?: readonly StreamPresence[];
 }
@@ -99,9 +135,10 @@ export interface StatusInput {
  * workers (heartbeat, leases, throughput) and what looks wrong. Pure: the caller reads the store.
  *
  * A worker's liveness is judged from its registry entry's `lastHeartbeatAt` (the worker's wall
- * clock): heartbeats come every lease renew interval, so a worker silent for longer than
- * `workerExpiryMs` is taken as gone. Clock skew between machines shifts that judgement; it is a view,
- * never a basis for a write (the operations fence their writes with the lease counter).
+ * clock): heartbeats come every lease renew interval, which a worker publishes in its metadata, so a
+ * worker silent for longer than twice that interval plus a clock-skew allowance is taken as gone (see
+ * `WorkerStatus.expiryMs`). Clock skew beyond the allowance shifts that judgement; the operations
+ * fence their writes with the lease counter all the same.
  */
 export function applicationStatus(input: StatusInput): ApplicationStatus {
   const { now, workerExpiryMs } = input;
@@ -117,7 +154,7 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
   }
   const alive = (workerId: string): boolean => {
     const record = workers.get(workerId);
-    return record !== undefined && now - record.lastHeartbeatAt.getTime() <= workerExpiryMs;
+    return record !== undefined && now - record.lastHeartbeatAt.getTime() <= expiryOf(record, workerExpiryMs);
   };
   const byKey = new Map(leases.map((lease) => [lease.leaseKey, lease]));
   const children = new Map<string, string[]>();
@@ -183,11 +220,13 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
         heartbeatAgeMs: Math.max(0, now - record.lastHeartbeatAt.getTime()),
         heartbeat: record.heartbeat,
         alive: alive(record.workerId),
+        expiryMs: expiryOf(record, workerExpiryMs),
         startedAt: record.metadata.startedAt ?? null,
         leases: held,
         recordsPerSecond: sum(mine.map((figures) => figures.recordsPerSecond)),
         bytesPerSecond: sum(mine.map((figures) => figures.bytesPerSecond)),
         figuresOmitted: published?.omitted ?? 0,
+        publishesLeaseFigures: record.metadata[LEASE_FIGURES_METADATA_KEY] !== undefined,
       };
     });
 
@@ -197,8 +236,25 @@ export function applicationStatus(input: StatusInput): ApplicationStatus {
     readAt: new Date(now).toISOString(),
     shards,
     workers: workerStatuses,
+    unregisteredOwners: [
+      ...new Set(
+        leases.flatMap((lease) =>
+          lease.owner === null || lease.owner === RESET_OWNER || workers.has(lease.owner)
+            ? []
+            : [lease.owner],
+        ),
+      ),
+    ].sort(),
     problems,
   };
+}
+
+/** The heartbeat age past which `record`'s worker is taken as gone (see `WorkerStatus.expiryMs`). */
+export function expiryOf(record: WorkerRecord, workerExpiryMs: number | undefined): number {
+  if (workerExpiryMs !== undefined) return workerExpiryMs;
+  const published = record.metadata[LEASE_RENEW_INTERVAL_METADATA_KEY];
+  const interval = published === undefined || !/^[0-9]{1,9}$/.test(published) ? 0 : Number(published);
+  return interval > 0 ? 2 * interval + CLOCK_SKEW_ALLOWANCE_MS : DEFAULT_WORKER_EXPIRY_MS;
 }
 
 function shardState(
@@ -237,7 +293,7 @@ function shardProblems(
           : {
               kind: 'unknown-owner',
               leaseKey,
-              message: `lease ${leaseKey} is held by ${lease.owner}, which is not in the worker registry (stopped or crashed): another worker takes it when it expires`,
+              message: `lease ${leaseKey} is held by ${lease.owner}, which is not in the worker registry (a worker that does not register, such as a Java KCL worker, or one stopped or crashed): another worker takes it when it expires; the kcl operations treat it as live unless --force`,
             },
       ];
     case 'unowned':

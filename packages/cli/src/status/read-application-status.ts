@@ -2,14 +2,16 @@ import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { LeaseStore, StoreCallOptions } from '@kcl/core';
 import { streamIdentifierOfLeaseKey } from '@kcl/shard-graph';
 import { type ApplicationStatus, applicationStatus } from './application-status.js';
-import { checkStreamPresence } from './stream-presence.js';
+import { checkStreamPresence, type StreamPresenceCache } from './stream-presence.js';
 
-/** How old a worker's heartbeat may be before the status takes it as gone: the default lease expiry. */
-export const DEFAULT_WORKER_EXPIRY_MS = 45_001;
+export { DEFAULT_WORKER_EXPIRY_MS } from './application-status.js';
 
 export interface ReadStatusOptions extends StoreCallOptions {
-  /** A worker whose last heartbeat is older is taken as gone (default `DEFAULT_WORKER_EXPIRY_MS`). */
-  readonly workerExpiryMs?: number;
+  /**
+   * A worker whose last heartbeat is older is taken as gone, whatever it publishes (default: per
+   * worker, see `WorkerStatus.expiryMs`).
+   */
+  readonly workerExpiryMs?: number | undefined;
   /** The reader's wall clock (default `Date.now`). */
   readonly now?: () => number;
   /**
@@ -17,6 +19,8 @@ export interface ReadStatusOptions extends StoreCallOptions {
    * leases are looked up, and leases of deleted streams reported. Without it they are not checked.
    */
   readonly kinesis?: Pick<KinesisClient, 'send'>;
+  /** Instead of `kinesis` for repeated reads: the streams are looked up through this cache. */
+  readonly streamPresence?: StreamPresenceCache;
 }
 
 /**
@@ -40,9 +44,13 @@ export async function readApplicationStatus(
     (lease) => lease.streamIdentifier ?? streamIdentifierOfLeaseKey(lease.leaseKey) ?? [],
   );
   const streams =
-    options.kinesis === undefined || identifiers.length === 0
+    identifiers.length === 0
       ? undefined
-      : await checkStreamPresence(options.kinesis, identifiers);
+      : options.streamPresence !== undefined
+        ? await options.streamPresence.check(identifiers)
+        : options.kinesis === undefined
+          ? undefined
+          : await checkStreamPresence(options.kinesis, identifiers);
   return applicationStatus({
     ...(streams === undefined ? {} : { streams }),
     applicationName: store.applicationName,
@@ -50,6 +58,6 @@ export async function readApplicationStatus(
     scan,
     workers,
     now: (options.now ?? Date.now)(),
-    workerExpiryMs: options.workerExpiryMs ?? DEFAULT_WORKER_EXPIRY_MS,
+    ...(options.workerExpiryMs === undefined ? {} : { workerExpiryMs: options.workerExpiryMs }),
   });
 }

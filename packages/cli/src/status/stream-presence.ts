@@ -46,3 +46,48 @@ export async function checkStreamPresence(
     }),
   );
 }
+
+/** How long a stream's presence is taken as known (`StreamPresenceCache`). */
+export const STREAM_PRESENCE_MAX_AGE_MS = 60_000;
+
+/**
+ * `checkStreamPresence` for repeated reads (the dashboard, `kcl status --watch`): each stream's answer
+ * is kept for `maxAgeMs`, so reading every couple of seconds does not call DescribeStreamSummary (limited
+ * to 20 calls a second per account) for every stream every time. An `unknown` answer is not kept.
+ */
+export class StreamPresenceCache {
+  readonly #kinesis: Pick<KinesisClient, 'send'>;
+  readonly #now: () => number;
+  readonly #maxAgeMs: number;
+  readonly #known = new Map<string, { readonly presence: StreamPresence; readonly at: number }>();
+
+  /** `now`: a clock in milliseconds (monotonic where there is one). */
+  constructor(
+    kinesis: Pick<KinesisClient, 'send'>,
+    now: () => number,
+    maxAgeMs = STREAM_PRESENCE_MAX_AGE_MS,
+  ) {
+    this.#kinesis = kinesis;
+    this.#now = now;
+    this.#maxAgeMs = maxAgeMs;
+  }
+
+  async check(streamIdentifiers: readonly string[]): Promise<StreamPresence[]> {
+    const now = this.#now();
+    const unique = [...new Set(streamIdentifiers)];
+    const answers = new Map<string, StreamPresence>();
+    for (const stream of unique) {
+      const known = this.#known.get(stream);
+      if (known !== undefined && now - known.at < this.#maxAgeMs) answers.set(stream, known.presence);
+    }
+    const stale = unique.filter((stream) => !answers.has(stream));
+    if (stale.length > 0) {
+      for (const presence of await checkStreamPresence(this.#kinesis, stale)) {
+        answers.set(presence.stream, presence);
+        if (presence.presence === 'unknown') this.#known.delete(presence.stream);
+        else this.#known.set(presence.stream, { presence, at: now });
+      }
+    }
+    return unique.flatMap((stream) => answers.get(stream) ?? []);
+  }
+}

@@ -459,7 +459,7 @@ export class ShardConsumer {
   /** Whether `workerId` is in the worker registry; true when the registry cannot be read. */
   async #isRegistered(workerId: string): Promise<boolean> {
     try {
-      const workers = await this.#deps.store.workers.list();
+      const workers = await this.#deps.store.workers.list({ metadata: false });
       return workers.some((worker) => worker.workerId === workerId);
     } catch (error) {
       this.#deps.logger.warn('could not read the worker registry before a hand-off', {

@@ -38,6 +38,27 @@ export const workerCases = caseGroup('workers', {
     const back = await store.workers.heartbeat('w-2');
     assert.equal(back.heartbeat, 1, 'a removed worker starts again at 1');
   },
+  'a listing without metadata leaves the metadata out and keeps the rest': async ({ store, assert }) => {
+    await store.workers.heartbeat('worker-a', { leaseFigures: 'x'.repeat(4_000), startedAt: 's' });
+    await store.workers.heartbeat('worker-b');
+    await store.workers.heartbeat('worker-a');
+    const full = await store.workers.list();
+    const bare = await store.workers.list({ metadata: false });
+    assert.equal(
+      bare.map((worker) => [
+        worker.workerId,
+        worker.heartbeat,
+        worker.lastHeartbeatAt.getTime(),
+        worker.metadata,
+      ]),
+      full.map((worker) => [worker.workerId, worker.heartbeat, worker.lastHeartbeatAt.getTime(), {}]),
+    );
+    assert.equal(
+      full[0]?.metadata,
+      { leaseFigures: 'x'.repeat(4_000), startedAt: 's' },
+      'the default still reads it',
+    );
+  },
   'an empty registry lists no workers': async ({ store, assert }) => {
     assert.equal(await store.workers.list(), []);
   },
