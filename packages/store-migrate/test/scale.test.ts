@@ -69,10 +69,12 @@ describe.skipIf(!available)('10,000 leases', () => {
     );
     expect(run.stdout).toMatch(/verified\s+10,000 of 10,000 leases match/);
     const [, seconds, perSecond] = /copy time\s+([\d.]+) s \(([\d,]+) leases\/s\)/.exec(run.stdout) ?? [];
-    // The rate is the leases over the copy time; the time is printed to a tenth of a second.
+    // The rate is the leases over the copy time; the time is printed to a tenth of a second and the
+    // rate to a whole lease per second (which, on a slow copy, moves LEASES / rate by more than that).
     const rate = Number(perSecond?.replaceAll(',', ''));
     expect(rate).toBeGreaterThan(0);
-    expect(Math.abs(LEASES / rate - Number(seconds))).toBeLessThanOrEqual(0.06);
+    const rounding = 0.05 + (LEASES * 0.5) / (rate * rate - 0.25) + 0.01;
+    expect(Math.abs(LEASES / rate - Number(seconds))).toBeLessThanOrEqual(rounding);
     process.stdout.write(
       `[benchmark] dynamo → postgres, ${LEASES} leases: ${seconds} s (${perSecond} leases/s)\n`,
     );
