@@ -71,6 +71,7 @@ export class PipelineProcessor implements RecordProcessor {
       acknowledge: (message) => this.#acknowledge(message),
       transaction: (messages, work) =>
         this.#checkpoints.transaction(this.#admission.watermarkIfAcknowledged(messages), work),
+      lastCheckpoint: () => this.#checkpoints.checkpointerPosition,
     };
     this.#admission = new Admission(stage, pipelineCapacity(options));
     this.#batchers = new BatcherStage(stage);
