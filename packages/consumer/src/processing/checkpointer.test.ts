@@ -340,6 +340,27 @@ describe('ShardCheckpointer.transaction', () => {
     expect((await store.leases.get('shard-1'))?.owner).toBe('me');
   });
 
+  it('refuses a transaction retried inside the same delivery after a lost answer, so the records are not committed twice', async () => {
+    const loseNextAnswer = { value: true };
+    const { checkpointer, store, output, insert } = await transactional({ loseNextAnswer });
+    checkpointer.beginDelivery(esn('300'));
+    const write = () =>
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'batch'));
+    await expect(write()).rejects.toThrow(/connection reset/);
+    const superseded = await write().catch((error: unknown) => error);
+    expect(superseded).toMatchObject({ code: 'CHECKPOINT_TRANSACTION_SUPERSEDED', retryable: false });
+    // A processor that retries anyway inside processRecords is refused: nothing is written again.
+    await expect(write()).rejects.toThrow(InvalidCheckpointError);
+    await expect(write()).rejects.toThrow(/committed by an earlier transaction whose answer was lost/);
+    expect(output).toEqual(['batch']);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300');
+    // The next delivery commits as usual.
+    checkpointer.beginDelivery(esn('400'));
+    await write();
+    expect(output).toEqual(['batch', 'batch']);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('400');
+  });
+
   it('refuses a checkpointer call inside the work at once instead of waiting for the transaction', async () => {
     const { checkpointer, store, output, insert } = await transactional();
     checkpointer.beginDelivery(esn('300'));

@@ -61,6 +61,12 @@ export class ShardCheckpointer implements Checkpointer {
   #positionAtShardEnd: ExtendedSequenceNumber | null = null;
   /** A transaction's work is running (`transaction`): the other calls would wait for it. */
   #workRunning = false;
+  /**
+   * A transaction of the delivery in progress found that an earlier one, whose answer was lost,
+   * committed: until the next delivery, a transaction that does not move the checkpoint past it is
+   * refused (it would write the committed records again).
+   */
+  #superseded = false;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
@@ -102,6 +108,7 @@ export class ShardCheckpointer implements Checkpointer {
 
   /** A delivery up to `position` begins: during it, a checkpoint without arguments names `position`. */
   beginDelivery(position: ExtendedSequenceNumber): void {
+    this.#superseded = false;
     this.#deliveredBefore = this.#delivered;
     this.allowUpTo(position);
   }
@@ -239,10 +246,11 @@ export class ShardCheckpointer implements Checkpointer {
           // twice, so the batch is retried from there instead.
           if (lease.checkpoint.isAfter(lastCheckpoint) && !lease.checkpoint.isAfter(this.#largestPermitted)) {
             this.#lastCheckpoint = lease.checkpoint;
+            this.#superseded = true;
+            // Not retryable in place: the same transaction again would commit the records twice.
             throw new KclError(
               'CHECKPOINT_TRANSACTION_SUPERSEDED',
-              `@kcl/consumer: lease ${leaseKey}: an earlier transaction whose answer was lost committed checkpoint ${lease.checkpoint}; this one was rolled back and the batch is retried after that checkpoint`,
-              { retryable: true },
+              `@kcl/consumer: lease ${leaseKey}: an earlier transaction whose answer was lost committed checkpoint ${lease.checkpoint}; this one was rolled back. Do not retry it inside processRecords: throw, and the batch is delivered again after that checkpoint`,
             );
           }
           target = initialTarget;
@@ -262,6 +270,13 @@ export class ShardCheckpointer implements Checkpointer {
               }
               // Never backwards, as an ordinary checkpoint.
               const checkpoint = lease.checkpoint.isAfter(target) ? lease.checkpoint : target;
+              if (this.#superseded && !checkpoint.isAfter(lease.checkpoint)) {
+                const refused = new InvalidCheckpointError(
+                  `@kcl/consumer: lease ${leaseKey}: this delivery's records up to checkpoint ${lease.checkpoint} were committed by an earlier transaction whose answer was lost, and this transaction would not move the checkpoint past it, so it was rolled back (its writes would be duplicates); throw from processRecords instead of retrying, and the batch is delivered again after that checkpoint`,
+                );
+                failure = { error: refused };
+                throw refused;
+              }
               return { update: { checkpoint, pendingCheckpoint: null }, value };
             },
             { signal: held.signal },

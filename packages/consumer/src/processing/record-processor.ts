@@ -44,7 +44,11 @@ export interface Checkpointer {
    *
    * A lease lost meanwhile rolls everything back and rejects with `LeaseLostError`; an error thrown by
    * `work` rolls everything back and rejects with that error (the batch is then retried from the last
-   * committed checkpoint). The lease is not renewed while the transaction is open: keep it well below
+   * committed checkpoint). Never retry a failed transaction inside `processRecords`: throw instead, and
+   * the batch is delivered again after the last committed checkpoint. A transaction whose commit
+   * applied but whose answer was lost is only noticed by the next one, which rejects with
+   * `CHECKPOINT_TRANSACTION_SUPERSEDED`; after that, a transaction of the same delivery that does not
+   * move the checkpoint past the committed one is refused with `InvalidCheckpointError`. The lease is not renewed while the transaction is open: keep it well below
    * `leaseExpiryMs`. On a store without the capability it rejects with a `ConfigurationError` (set the
    * consumer option `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
    */
