@@ -5,6 +5,7 @@ import {
   interceptLeaseStore,
   LeaseLostError,
   noopLogger,
+  OptionProblems,
 } from '@kcl/core';
 import type { MemoryTransaction } from '@kcl/testkit';
 import { createMemoryLeaseStore, ManualClock, settle } from '@kcl/testkit';
@@ -17,11 +18,14 @@ import type {
   PreparedCheckpointer,
   TransactionCheckpoint,
 } from '../processing/record-processor.js';
-import { createPipelineProcessorFactory } from './create-pipeline-processor-factory.js';
+import {
+  createPipelineProcessorFactory,
+  pipelineProcessorFactory,
+} from './create-pipeline-processor-factory.js';
 import { hashPartition } from './partitioned-queue.js';
 import type { PipelineMessage } from './pipeline-message.js';
 import type { BatchInfo, FailureContext, PipelineOptions } from './pipeline-options.js';
-import { validatePipelineOptions } from './pipeline-options.js';
+import { resolvePipelineOptions, validatePipelineOptions } from './pipeline-options.js';
 
 const SHARD = 'shardId-000000000007';
 
@@ -630,7 +634,7 @@ describe('pipeline batch transactions', () => {
  * A pipeline on the real checkpointer and a memory store with transactions; `loseAnswers` commits and
  * then loses the answer of that many transactions (a connection reset after COMMIT).
  */
-async function transactionalPipeline(options: PipelineOptions) {
+async function transactionalPipeline(options: PipelineOptions, exactlyOnce = false) {
   const clock = new ManualClock();
   const memory = createMemoryLeaseStore({ applicationName: 'pipeline', transactions: true });
   const faults = { loseAnswers: 0 };
@@ -657,7 +661,10 @@ async function transactionalPipeline(options: PipelineOptions) {
   const held = keeper.adopt(taken.lease, clock.monotonicNow());
   const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'worker-1', emit: () => {} });
   const runtime = { clock, random: () => 0.5, logger: noopLogger };
-  const processor = createPipelineProcessorFactory(options, runtime)(SHARD, context);
+  const problems = new OptionProblems('test');
+  const resolved = resolvePipelineOptions(options, problems);
+  problems.throwIfAny();
+  const processor = pipelineProcessorFactory(resolved, runtime, { exactlyOnce })(SHARD, context);
   return {
     clock,
     memory,
@@ -727,6 +734,43 @@ describe('pipeline batch transactions on the checkpointer', () => {
     expect(output).toEqual(['0', '1']);
     expect(calls).toBe(1);
     expect((await memory.leases.get(SHARD))?.checkpoint.toString()).toBe(sequenceOf(1));
+  });
+});
+
+describe('pipeline exactlyOnce', () => {
+  it("refuses a batch transaction whose checkpoint could not cover the batch's last message (a later batchKey's batch filled first)", async () => {
+    const output: string[] = [];
+    const failures: unknown[] = [];
+    const { clock, memory, deliver } = await transactionalPipeline(
+      {
+        batchers: { batchSize: 2, batchTimeoutMs: 1_000 },
+        checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+        retry: { initialMs: 10, maxMs: 10 },
+        handleMessage: (message) => {
+          message.batchKey = indexOf(message) === 0 ? 'first' : 'later';
+        },
+        handleBatch: (messages, info) =>
+          info.transaction<MemoryTransaction>((transaction) => {
+            for (const message of messages) transaction.onCommit(() => output.push(String(indexOf(message))));
+          }),
+        handleFailed: (messages) => {
+          failures.push(...messages.map((message) => message.failure));
+          return 'skip';
+        },
+      },
+      true,
+    );
+    await deliver(makeRecords(3));
+    await settle();
+    // The batch of 1 and 2 filled first: committing it would leave the checkpoint before 0, and the
+    // lease's next owner would write 1 and 2 again.
+    expect(output).toEqual([]);
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toBeInstanceOf(InvalidCheckpointError);
+    expect(String(failures[0])).toMatch(/exactlyOnce refused the transaction/);
+    expect((await memory.leases.get(SHARD))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+    await clock.advance(1_000);
+    expect(output).toEqual(['0']);
   });
 });
 
