@@ -67,6 +67,8 @@ export class ShardCheckpointer implements Checkpointer {
    * refused (it would write the committed records again).
    */
   #superseded = false;
+  /** Set once `transaction` was called on a store that cannot run it: the worker stops (never retried). */
+  #misconfiguration: ConfigurationError | null = null;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
@@ -79,6 +81,14 @@ export class ShardCheckpointer implements Checkpointer {
 
   get lastCheckpoint(): ExtendedSequenceNumber {
     return this.#lastCheckpoint;
+  }
+
+  /**
+   * The `ConfigurationError` of a `transaction` call on a store without transactional checkpoints, or
+   * null. Retrying the batch cannot help, so the delivery stops the worker instead.
+   */
+  get misconfiguration(): ConfigurationError | null {
+    return this.#misconfiguration;
   }
 
   /** The largest position a checkpoint may name now. */
@@ -217,9 +227,10 @@ export class ShardCheckpointer implements Checkpointer {
     const { held, keeper, store, workerId, emit } = this.#options;
     const leaseKey = held.leaseKey;
     if (!offersTransactionalCheckpoint(store)) {
-      throw new ConfigurationError('@kcl/consumer checkpointer.transaction', [
-        `the lease store ${store.description} cannot checkpoint in a transaction (capabilities.transactionalCheckpoint is not set): use a @kcl/store-sql store for exactly-once processing, or checkpoint() for at-least-once`,
+      this.#misconfiguration = new ConfigurationError('@kcl/consumer checkpointer.transaction', [
+        `the lease store ${store.description} cannot checkpoint in a transaction (capabilities.transactionalCheckpoint is not set): use a @kcl/store-sql store for exactly-once processing (set the consumer option exactlyOnce: true to have createConsumer check it), or checkpoint() for at-least-once`,
       ]);
+      throw this.#misconfiguration;
     }
     const leases = store.leases as Required<LeaseRepository>;
     let target = this.#resolve(undefined, undefined);

@@ -49,8 +49,9 @@ export interface Checkpointer {
    * applied but whose answer was lost is only noticed by the next one, which rejects with
    * `CHECKPOINT_TRANSACTION_SUPERSEDED`; after that, a transaction of the same delivery that does not
    * move the checkpoint past the committed one is refused with `InvalidCheckpointError`. The lease is not renewed while the transaction is open: keep it well below
-   * `leaseExpiryMs`. On a store without the capability it rejects with a `ConfigurationError` (set the
-   * consumer option `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
+   * `leaseExpiryMs`. On a store without the capability it rejects with a `ConfigurationError`, and the
+   * worker stops with that error instead of retrying the batch (set the consumer option
+   * `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
    */
   transaction<Transaction = unknown, T = void>(
     work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,
