@@ -222,7 +222,9 @@ describe('ShardCheckpointer', () => {
 });
 
 describe('ShardCheckpointer.transaction', () => {
-  async function transactional(options: { readonly loseNextAnswer?: { value: boolean } } = {}) {
+  async function transactional(
+    options: { readonly loseNextAnswer?: { value: boolean }; readonly expireOnLoss?: boolean } = {},
+  ) {
     const clock = new ManualClock();
     const memory = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
     const lose = options.loseNextAnswer;
@@ -231,6 +233,8 @@ describe('ShardCheckpointer.transaction', () => {
       const result = await call(callOptions);
       if (operation === 'leases.checkpointInTransaction' && lose?.value === true) {
         lose.value = false;
+        // The lease is given up locally before the lost answer arrives.
+        if (options.expireOnLoss === true) await clock.advance(10_001);
         throw new Error('connection reset after COMMIT');
       }
       return result;
@@ -359,6 +363,25 @@ describe('ShardCheckpointer.transaction', () => {
     await write();
     expect(output).toEqual(['batch', 'batch']);
     expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('400');
+  });
+
+  it('does not claim that nothing was written when the lease was given up and the answer of a commit that applied was lost', async () => {
+    const loseNextAnswer = { value: true };
+    const { checkpointer, output, insert, keeper } = await transactional({
+      loseNextAnswer,
+      expireOnLoss: true,
+    });
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    const error = await checkpointer
+      .transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'a'))
+      .catch((caught: unknown) => caught);
+    watching.abort();
+    expect(output).toEqual(['a']);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(String(error)).not.toMatch(/nothing was written/);
+    expect(String(error)).toMatch(/committed together with its checkpoint or not at all/);
   });
 
   it('refuses a checkpointer call inside the work at once instead of waiting for the transaction', async () => {

@@ -305,7 +305,13 @@ export class ShardCheckpointer implements Checkpointer {
     } catch (error) {
       if (failure !== null) throw (failure as { readonly error: unknown }).error;
       if (!held.isHeld() && !KclError.is(error)) {
-        throw new LeaseLostError(leaseKey, 'it was lost while the transaction was open; nothing was written');
+        const done = committed as { readonly checkpoint: ExtendedSequenceNumber } | null;
+        throw new LeaseLostError(
+          leaseKey,
+          done !== null
+            ? `the transaction committed with checkpoint ${done.checkpoint}, but the lease was given up meanwhile; the next owner resumes after it`
+            : `it was given up while the transaction was open, and the transaction's answer was lost (${error instanceof Error ? error.message : String(error)}): it committed together with its checkpoint or not at all, and the next owner resumes from the stored checkpoint`,
+        );
       }
       throw error;
     }
