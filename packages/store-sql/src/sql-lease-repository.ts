@@ -26,7 +26,7 @@ import { MAX_LEASE_KEY_LENGTH, MAX_WORKER_ID_LENGTH } from './sql-schema.js';
 import { leaseColumnList, leaseMatch, selectExistingLeaseKeys, selectLease } from './sql-statements.js';
 import type { SqlStoreContext } from './sql-store-context.js';
 import { checkCount, checkKey, checkPosition, runSql } from './sql-store-context.js';
-import type { SqlRow } from './sql-types.js';
+import type { AnyKysely, SqlRow } from './sql-types.js';
 
 /** Renewals per UPDATE statement in `renewMany`; keeps the parameter count far below every limit. */
 export const MAX_RENEWALS_PER_STATEMENT = 1_000;
@@ -309,6 +309,17 @@ async function takeSqliteWriteLock(context: SqlStoreContext, leaseKey: string): 
     where ${leaseMatch(context.applicationName, leaseKey, null)}`.execute(context.db);
 }
 
+/**
+ * PostgreSQL: a transaction whose work stalls must not hold its locks forever (the lease is lost long
+ * before). For this transaction only (`set_config(…, true)` is `SET LOCAL`): a statement waits at most
+ * `timeoutMs` for a lock, and a transaction idle that long has its session ended by the server.
+ */
+async function boundPostgresTransaction(transaction: AnyKysely, timeoutMs: number): Promise<void> {
+  const value = `${timeoutMs}ms`;
+  await sql`select set_config('idle_in_transaction_session_timeout', ${value}, true),
+    set_config('lock_timeout', ${value}, true)`.execute(transaction);
+}
+
 /** Thrown inside the transaction to roll it back when the fenced write did not apply. */
 class LostRace {
   constructor(readonly reason: LostRaceReason) {}
@@ -340,6 +351,8 @@ async function checkpointLeaseInTransaction<T>(
         return await context.userDb.transaction().execute(async (transaction) => {
           if (context.flavor.name === 'sqlite') {
             await takeSqliteWriteLock({ ...context, db: transaction.withoutPlugins() }, leaseKey);
+          } else if (context.flavor.name === 'postgres' && context.transactionTimeoutMs > 0) {
+            await boundPostgresTransaction(transaction.withoutPlugins(), context.transactionTimeoutMs);
           }
           const { update, value } = await work(transaction);
           checkPosition(context, 'checkpoint', update.checkpoint);
