@@ -1,6 +1,7 @@
 import type { KclEvent } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
+  guardLeaseStore,
   InvalidCheckpointError,
   interceptLeaseStore,
   LeaseLostError,
@@ -223,10 +224,16 @@ describe('ShardCheckpointer', () => {
 
 describe('ShardCheckpointer.transaction', () => {
   async function transactional(
-    options: { readonly loseNextAnswer?: { value: boolean }; readonly expireOnLoss?: boolean } = {},
+    options: {
+      readonly loseNextAnswer?: { value: boolean };
+      readonly expireOnLoss?: boolean;
+      /** Wrapped as the runtime wraps a store: an aborted call rejects with StoreCallAbortedError. */
+      readonly guarded?: boolean;
+    } = {},
   ) {
     const clock = new ManualClock();
-    const memory = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
+    const created = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
+    const memory = options.guarded === true ? guardLeaseStore(created, 'test') : created;
     const lose = options.loseNextAnswer;
     // Fault injection: the commit applies, its answer is lost.
     const store = interceptLeaseStore(memory, async (operation, callOptions, call) => {
@@ -414,6 +421,21 @@ describe('ShardCheckpointer.transaction', () => {
     watching.abort();
     expect(output).toEqual([]);
     expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+  });
+
+  it('rejects with LeaseLostError, not an abort error, when the lease is given up while the work runs on a guarded store', async () => {
+    const { checkpointer, output, insert, clock, keeper } = await transactional({ guarded: true });
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await clock.advance(10_001);
+      }),
+    ).rejects.toThrow(LeaseLostError);
+    watching.abort();
+    expect(output).toEqual([]);
   });
 
   it('fails with a ConfigurationError on a store without transactional checkpoints', async () => {

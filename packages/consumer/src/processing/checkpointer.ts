@@ -10,6 +10,7 @@ import {
   ConfigurationError,
   ExtendedSequenceNumber,
   InvalidCheckpointError,
+  isKclError,
   KclError,
   LeaseLostError,
   offersTransactionalCheckpoint,
@@ -304,13 +305,15 @@ export class ShardCheckpointer implements Checkpointer {
       );
     } catch (error) {
       if (failure !== null) throw (failure as { readonly error: unknown }).error;
-      if (!held.isHeld() && !KclError.is(error)) {
+      // Given up while the transaction was open: the store call was aborted (the lease's signal) or
+      // its answer was lost. Either way the application hears that the lease is gone.
+      if (!held.isHeld() && (!KclError.is(error) || isKclError(error, 'LEASE_STORE_CALL_ABORTED'))) {
         const done = committed as { readonly checkpoint: ExtendedSequenceNumber } | null;
         throw new LeaseLostError(
           leaseKey,
           done !== null
             ? `the transaction committed with checkpoint ${done.checkpoint}, but the lease was given up meanwhile; the next owner resumes after it`
-            : `it was given up while the transaction was open, and the transaction's answer was lost (${error instanceof Error ? error.message : String(error)}): it committed together with its checkpoint or not at all, and the next owner resumes from the stored checkpoint`,
+            : `it was given up while the transaction was open, and the transaction ended without an answer (${error instanceof Error ? error.message : String(error)}): it committed together with its checkpoint or not at all, and the next owner resumes from the stored checkpoint`,
         );
       }
       throw error;
