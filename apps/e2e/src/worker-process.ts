@@ -70,8 +70,8 @@ export interface WorkerProcessConfig {
   readonly outputTable?: string;
   /**
    * Exactly-once: a wait inside the transaction's work, after its inserts, so steals and kills land
-   * while transactions are open. A transaction that is refused (its lease moved: the commit fails on
-   * the counter) is reported on stdout as a `transaction-refused` event.
+   * while transactions are open. A transaction that fails is reported on stdout as a
+   * `transaction-refused` event (whether its lease was lost, whether its work had run to its end).
    */
   readonly transactionWorkDelayMs?: number;
 }
@@ -161,6 +161,8 @@ async function main(): Promise<void> {
         );
         const table = config.outputTable;
         if (table !== undefined) {
+          // The work ran to its end: a refusal after it rolled its rows back.
+          let workRan = false;
           try {
             // biome-ignore lint/suspicious/noExplicitAny: the output table is not part of a typed schema.
             await checkpointer.transaction<Transaction<any>>(async (transaction) => {
@@ -183,6 +185,7 @@ async function main(): Promise<void> {
               }
               const delayMs = config.transactionWorkDelayMs ?? 0;
               if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+              workRan = true;
             });
             appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
           } catch (error) {
@@ -191,6 +194,7 @@ async function main(): Promise<void> {
               workerId: config.workerId,
               leaseKey: shardId,
               leaseLost: LeaseLostError.is(error),
+              workRan,
               reason: String(error),
               at: now(),
             };
