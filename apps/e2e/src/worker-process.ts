@@ -9,7 +9,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { type ConsumerOptions, createConsumer, stopOnSignals } from '@kcl/consumer';
-import { createLineLogger } from '@kcl/core';
+import { createLineLogger, LeaseLostError } from '@kcl/core';
 import type { FleetTiming } from '@kcl/testkit';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Transaction } from 'kysely';
@@ -68,6 +68,12 @@ export interface WorkerProcessConfig {
    * the output file then gets a batch's lines only after its commit.
    */
   readonly outputTable?: string;
+  /**
+   * Exactly-once: a wait inside the transaction's work, after its inserts, so steals and kills land
+   * while transactions are open. A transaction that fails is reported on stdout as a
+   * `transaction-refused` event (whether its lease was lost, whether its work had run to its end).
+   */
+  readonly transactionWorkDelayMs?: number;
 }
 
 /** A row of the exactly-once output table (beside an id the database assigns in insertion order). */
@@ -155,6 +161,8 @@ async function main(): Promise<void> {
         );
         const table = config.outputTable;
         if (table !== undefined) {
+          // The work ran to its end: a refusal after it rolled its rows back.
+          let workRan = false;
           try {
             // biome-ignore lint/suspicious/noExplicitAny: the output table is not part of a typed schema.
             await checkpointer.transaction<Transaction<any>>(async (transaction) => {
@@ -175,8 +183,23 @@ async function main(): Promise<void> {
                   .values(rows.slice(start, start + ROWS_PER_INSERT))
                   .execute();
               }
+              const delayMs = config.transactionWorkDelayMs ?? 0;
+              if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+              workRan = true;
             });
             appendFileSync(config.outputFile, `${lines.join('\n')}\n`);
+          } catch (error) {
+            const refused = {
+              type: 'transaction-refused',
+              workerId: config.workerId,
+              leaseKey: shardId,
+              leaseLost: LeaseLostError.is(error),
+              workRan,
+              reason: String(error),
+              at: now(),
+            };
+            process.stdout.write(`${JSON.stringify(refused)}\n`);
+            throw error;
           } finally {
             const batch: BatchLine = {
               w: config.workerId,

@@ -154,7 +154,9 @@ export interface ConsumerOptions {
    * transaction). Needs a lease store that can (`capabilities.transactionalCheckpoint`:
    * `@kcl/store-sql`); with another store `createConsumer` throws a `ConfigurationError`, and so it
    * does for a pipeline whose batches may commit out of shard order (`batchers.concurrency` above 1,
-   * `processors.concurrency` above 1 with `handleMessage`) or without `handleBatch`. Default false.
+   * `processors.concurrency` above 1 with `handleMessage`) or without `handleBatch`; and a batch whose
+   * checkpoint could not reach its last message (messages given different `batchKey`s) fails with
+   * `InvalidCheckpointError` instead of committing. Default false.
    */
   readonly exactlyOnce?: boolean;
   /** How often a worker asks which workers still hold their database session. Default 1 000. */

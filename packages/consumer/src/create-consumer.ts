@@ -65,7 +65,11 @@ export function createConsumer(options: ConsumerOptions): Consumer {
   const metrics = new WorkerMetrics(setup.metrics, resolved.workerId, setup.metricsLevel);
   const processorFactory: RecordProcessorFactory =
     setup.pipeline !== null
-      ? pipelineProcessorFactory(setup.pipeline, { clock, random, logger })
+      ? pipelineProcessorFactory(
+          setup.pipeline,
+          { clock, random, logger },
+          { exactlyOnce: resolved.exactlyOnce },
+        )
       : (setup.processor as RecordProcessorFactory);
   const listeners = new Set<KclEventListener>();
   if (options.onEvent !== undefined) listeners.add(options.onEvent);

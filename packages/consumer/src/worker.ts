@@ -125,6 +125,8 @@ export class Worker {
   #wake = new AbortController();
   /** Said once: leases without a stream in a multi-stream application. */
   #warnedUnaccepted = false;
+  /** A shard reported a processing error no retry can fix: the worker was told to stop. */
+  #processingFailed = false;
   /** The heartbeat in flight, so that leaving the registry is not undone by it. */
   #heartbeating: Promise<void> = Promise.resolve();
   /** What the heartbeat publishes about each held lease (throughput, lag, last checkpoint). */
@@ -193,7 +195,10 @@ export class Worker {
       store: deps.store,
       streamOf: (leaseKey) => this.#bindingOf(leaseKey),
       processorFactory: deps.processorFactory,
-      settings: shardConsumerSettings(deps.options, deps.onProcessingError),
+      settings: {
+        ...shardConsumerSettings(deps.options, deps.onProcessingError),
+        onFatal: (error) => this.#processingFatal(error),
+      },
       workerId: deps.options.workerId,
       clock: deps.clock,
       random: deps.random,
@@ -222,7 +227,11 @@ export class Worker {
           consumerGone: (consumerArn) => this.#streamConsumerGone(entry, consumerArn),
         },
       );
-      binding = { stream: entry.reader, consumedStream: entry.stream, settings };
+      binding = {
+        stream: entry.reader,
+        consumedStream: entry.stream,
+        settings: { ...settings, onFatal: (error) => this.#processingFatal(error) },
+      };
       this.#bindings.set(entry, binding);
     }
     return binding;
@@ -1006,6 +1015,13 @@ export class Worker {
     this.#deps.logger.error('the application was migrated to another lease store; stopping', {
       migratedTo: marker.migratedTo,
     });
+    this.#deps.onFatal(error);
+  }
+
+  /** A shard's processing failed in a way no retry can fix: the worker stops (once, for all shards). */
+  #processingFatal(error: unknown): void {
+    if (this.#processingFailed) return;
+    this.#processingFailed = true;
     this.#deps.onFatal(error);
   }
 

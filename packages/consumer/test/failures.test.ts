@@ -226,6 +226,37 @@ describe('failures', () => {
     expect(consumer.status().state).toBe('failed');
     expect((await store.leases.list()).every((lease) => lease.owner === null)).toBe(true);
   });
+
+  it('stops the worker with the ConfigurationError when processRecords calls checkpointer.transaction on a store that cannot run it, instead of retrying the batch forever', async () => {
+    await createStream(kinesis.client, 'no-transactions', 1);
+    await putRecords(kinesis.client, 'no-transactions', data(5));
+    const store = createMemoryLeaseStore({ applicationName: 'no-transactions' });
+    let calls = 0;
+    const consumer = createConsumer({
+      streamName: 'no-transactions',
+      applicationName: 'no-transactions',
+      kinesis: kinesis.newClient(),
+      leaseStore: store,
+      initialPosition: 'TRIM_HORIZON',
+      ...FAST_TIMING,
+      processingRetry: { initialMs: 10, maxMs: 10 },
+      processor: (): RecordProcessor => ({
+        async processRecords({ checkpointer }) {
+          calls += 1;
+          await checkpointer.transaction(async () => {});
+        },
+      }),
+    });
+    await consumer.start();
+    const stopped = await consumer.stopped().then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(stopped).toBeInstanceOf(ConfigurationError);
+    expect(String(stopped)).toMatch(/cannot checkpoint in a transaction/);
+    expect(consumer.status().state).toBe('failed');
+    expect(calls).toBe(1);
+  });
 });
 
 describe('configuration', () => {

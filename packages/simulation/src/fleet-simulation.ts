@@ -13,7 +13,12 @@ import { FleetStreams, KEYS_PER_STREAM } from './fleet-streams.js';
 import { Ledger, type Violation } from './ledger.js';
 import { type KinesisCaller, NO_KINESIS_FAULTS, SimulatedKinesis } from './simulated-kinesis.js';
 import { SimulatedMigration, type SimulatedStores, simulatedMemoryStores } from './simulated-migration.js';
-import { PROCESSOR_KINDS, type ProcessorKind, simulatedProcessorOptions } from './simulated-processors.js';
+import {
+  isExactlyOnceKind,
+  PROCESSOR_KINDS,
+  type ProcessorKind,
+  simulatedProcessorOptions,
+} from './simulated-processors.js';
 import type { SessionProcess, SimulatedSessions } from './simulated-sessions.js';
 import { SimulatedStream } from './simulated-stream.js';
 import { type FreezableClock, SimulationClock } from './simulation-clock.js';
@@ -228,7 +233,7 @@ class FleetRun {
       (options.stores ?? (this.#random() < 0.25 ? 'migration' : 'memory')) === 'migration' &&
       !sessions &&
       // A live migration cannot checkpoint in a transaction (the draw above is made all the same).
-      this.#processor !== 'exactly-once';
+      !isExactlyOnceKind(this.#processor);
     const onChange = (table: string, before: Lease | undefined, after: Lease | undefined): void =>
       this.#leaseChanged(table, before, after);
     this.#migration = useMigration ? new SimulatedMigration(APPLICATION, this.#clock, onChange) : null;
@@ -343,7 +348,7 @@ class FleetRun {
     }
     // With several streams, a stream whose leases were deleted and that is listed again starts over
     // from its initial position: its records are handled again by design, so the check is single-stream.
-    if (this.#processor === 'exactly-once' && this.#streams === null) {
+    if (isExactlyOnceKind(this.#processor) && this.#streams === null) {
       for (const twice of this.#ledger.handledTwice(5)) {
         this.#ledger.violate('duplicate', `committed more than once: ${twice}`);
       }

@@ -32,6 +32,9 @@ import type { FreezableClock } from './simulation-clock.js';
  *   `checkpointer.transaction` (the memory store's simulated transactions); a record counts as handled
  *   when its transaction commits, and a record handled twice is a violation (with one stream: a stream
  *   listed again after its leases were deleted starts over, by design).
+ * - `exactly-once-pipeline` (likewise only when asked for): the pipeline API writing each batch through
+ *   `batch.transaction`, batches one at a time in shard order, with handlers that throw before the
+ *   transaction and after it committed; the same check.
  */
 export type ProcessorKind =
   | 'per-batch'
@@ -42,7 +45,8 @@ export type ProcessorKind =
   | 'slow'
   | 'pipeline'
   | 'multilang'
-  | 'exactly-once';
+  | 'exactly-once'
+  | 'exactly-once-pipeline';
 
 export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'per-batch',
@@ -55,8 +59,17 @@ export const PROCESSOR_KINDS: readonly ProcessorKind[] = [
   'multilang',
 ];
 
-/** Every kind a run may be asked for: the drawn ones and `exactly-once`. */
-export const ALL_PROCESSOR_KINDS: readonly ProcessorKind[] = [...PROCESSOR_KINDS, 'exactly-once'];
+/** Every kind a run may be asked for: the drawn ones and the exactly-once ones. */
+export const ALL_PROCESSOR_KINDS: readonly ProcessorKind[] = [
+  ...PROCESSOR_KINDS,
+  'exactly-once',
+  'exactly-once-pipeline',
+];
+
+/** Whether a kind commits through transactions, so that a record committed twice is a violation. */
+export function isExactlyOnceKind(kind: ProcessorKind): boolean {
+  return kind === 'exactly-once' || kind === 'exactly-once-pipeline';
+}
 
 /** What the processors of one simulated worker need. */
 export interface ProcessorContext {
@@ -90,10 +103,14 @@ export interface ProcessorOptions {
 
 export function simulatedProcessorOptions(kind: ProcessorKind, context: ProcessorContext): ProcessorOptions {
   if (kind === 'multilang') return multilangOptions(context);
-  if (kind !== 'pipeline') return recordProcessorOptions(kind, context);
+  if (kind !== 'pipeline' && kind !== 'exactly-once-pipeline') return recordProcessorOptions(kind, context);
   const instances = new Map<string, ProcessorInstance>();
   const streams = new Map<string, string>();
-  const pipelines = createPipelineProcessorFactory(pipelineOptions(context, instances, streams), {
+  const options =
+    kind === 'pipeline'
+      ? pipelineOptions(context, instances, streams)
+      : exactlyOncePipelineOptions(context, instances, streams);
+  const pipelines = createPipelineProcessorFactory(options, {
     clock: context.clock,
     random: context.random,
     logger: noopLogger,
@@ -119,6 +136,7 @@ export function simulatedProcessorOptions(kind: ProcessorKind, context: Processo
         },
       };
     },
+    ...(kind === 'exactly-once-pipeline' ? { exactlyOnce: true } : {}),
   };
 }
 
@@ -302,6 +320,56 @@ function pipelineOptions(
         return 'skip';
       }
       return 'retry';
+    },
+  };
+}
+
+/**
+ * A pipeline as `exactlyOnce` allows it (batches one at a time in shard order, one batch key): each
+ * batch commits through `batch.transaction`; a record counts as handled when its transaction commits.
+ * Handlers throw now and then before the transaction (rolled back, retried) and after it committed
+ * (never handed over again).
+ */
+function exactlyOncePipelineOptions(
+  context: ProcessorContext,
+  instances: ReadonlyMap<string, ProcessorInstance>,
+  streams: ReadonlyMap<string, string>,
+): PipelineOptions {
+  const { ledger, watch, clock, random, workerId } = context;
+  const delivering = (leaseKey: string): void => {
+    const instance = instances.get(leaseKey);
+    if (instance !== undefined) watch.delivering(instance);
+  };
+  const maxDemand = 2 + Math.floor(random() * 10);
+  return {
+    processors: { concurrency: 1, maxDemand, minDemand: Math.floor(maxDemand / 2) },
+    batchers: {
+      concurrency: 1,
+      batchSize: 2 + Math.floor(random() * 8),
+      batchTimeoutMs: 50 + Math.floor(random() * 300),
+    },
+    checkpoint: {
+      intervalMs: 200 + Math.floor(random() * 800),
+      everyMessages: 5 + Math.floor(random() * 30),
+    },
+    retry: { initialMs: 20, maxMs: 300 },
+    drainTimeoutMs: 1_500,
+    handleMessage: async (_message, pipeline) => {
+      delivering(pipeline.leaseKey);
+    },
+    handleBatch: async (messages, batch, pipeline) => {
+      delivering(pipeline.leaseKey);
+      await clock.sleep(5 + Math.floor(random() * 40));
+      if (random() < 0.05) throw new Error('simulated handleBatch failure before the transaction');
+      // What the database holds counts, whether or not the process lived to see the commit.
+      await batch.transaction<MemoryTransaction>((transaction) => {
+        for (const message of messages) {
+          transaction.onCommit(() =>
+            ledger.handled(message.record.sequenceNumber, workerId, true, streams.get(pipeline.leaseKey)),
+          );
+        }
+      });
+      if (random() < 0.05) throw new Error('simulated handleBatch failure after the commit');
     },
   };
 }

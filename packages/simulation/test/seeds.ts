@@ -23,7 +23,7 @@ export async function runSeedRange(
   processor?: ProcessorKind,
 ): Promise<void> {
   const range =
-    processor === 'exactly-once'
+    processor === 'exactly-once' || processor === 'exactly-once-pipeline'
       ? (process.env.KCL_SIM_EXACTLY_ONCE_SEEDS ??
         `${CI_EXACTLY_ONCE_SEEDS.from}-${CI_EXACTLY_ONCE_SEEDS.to}`)
       : streams === 1

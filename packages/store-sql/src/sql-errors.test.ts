@@ -131,6 +131,16 @@ describe('toLeaseStoreError', () => {
     expect(error.message).toContain('busy_timeout');
   });
 
+  it('says that SQLITE_BUSY_SNAPSHOT is a commit after the read, not a lock held too long', () => {
+    const error = toLeaseStoreError(
+      Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY_SNAPSHOT' }),
+      context,
+    );
+    expect([error.code, error.retryable]).toEqual(['LEASE_STORE_UNAVAILABLE', true]);
+    expect(error.message).toContain('another connection committed after its read');
+    expect(error.message).not.toContain('stayed locked');
+  });
+
   it.each([postgresError('40P01'), postgresError('57014'), mysqlError(1213, 'ER_LOCK_DEADLOCK', '40001')])(
     'makes deadlocks and timeouts retryable failures',
     (native) => {

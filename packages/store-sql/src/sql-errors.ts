@@ -84,6 +84,14 @@ const MYSQL = {
   duplicateColumn: new Set([1060 /* ER_DUP_FIELDNAME */]),
 };
 
+/**
+ * SQLITE_BUSY_SNAPSHOT: a transaction holding a read snapshot tried to write after another connection
+ * committed. Not a lock held too long (the busy timeout does not apply): the transaction must start over.
+ */
+function isBusySnapshot(error: unknown): boolean {
+  return causeChain(error).some((candidate) => candidate.code === 'SQLITE_BUSY_SNAPSHOT');
+}
+
 /** Classifies a native error of any of the three drivers (or of Node's network stack). */
 export function classifySqlError(error: unknown): SqlErrorKind {
   for (const candidate of causeChain(error)) {
@@ -205,7 +213,9 @@ export function toLeaseStoreError(error: unknown, context: SqlErrorContext): Lea
     case 'busy':
       return new LeaseStoreError(
         store,
-        `${store}: the SQLite database stayed locked by another connection while ${operation} (${detail}); retry later, or raise busy_timeout (see configureSqliteLeaseDatabase)`,
+        isBusySnapshot(error)
+          ? `${store}: a SQLite transaction that had read could not write while ${operation}, because another connection committed after its read (${detail}); nothing was written, retry`
+          : `${store}: the SQLite database stayed locked by another connection while ${operation} (${detail}); retry later, or raise busy_timeout (see configureSqliteLeaseDatabase)`,
         { code: 'LEASE_STORE_UNAVAILABLE', retryable: true, cause: error },
       );
     case 'conflict':

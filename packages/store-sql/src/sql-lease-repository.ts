@@ -23,10 +23,10 @@ import { invalidLeaseRow, unstorableLease } from './sql-errors.js';
 import { leaseFromRow, leaseToRowValues, readLeaseRow, shardIdsToJson } from './sql-lease-row.js';
 import { PACKAGE_NAME } from './sql-package-name.js';
 import { MAX_LEASE_KEY_LENGTH, MAX_WORKER_ID_LENGTH } from './sql-schema.js';
-import { leaseColumnList, selectExistingLeaseKeys, selectLease } from './sql-statements.js';
+import { leaseColumnList, leaseMatch, selectExistingLeaseKeys, selectLease } from './sql-statements.js';
 import type { SqlStoreContext } from './sql-store-context.js';
 import { checkCount, checkKey, checkPosition, runSql } from './sql-store-context.js';
-import type { SqlRow } from './sql-types.js';
+import type { AnyKysely, SqlRow } from './sql-types.js';
 
 /** Renewals per UPDATE statement in `renewMany`; keeps the parameter count far below every limit. */
 export const MAX_RENEWALS_PER_STATEMENT = 1_000;
@@ -295,6 +295,31 @@ function checkpointAssignments(update: CheckpointUpdate): RawBuilder<unknown>[] 
   ];
 }
 
+/**
+ * SQLite: takes the file's write lock at the start of the transaction, with a write that changes
+ * nothing (the lease row's counter set to itself). A deferred transaction whose work read before it
+ * wrote would hold a read snapshot, and its first write would then fail at once with
+ * SQLITE_BUSY_SNAPSHOT whenever another connection committed meanwhile — other workers' renewals do,
+ * all the time — without waiting for the busy timeout. Taking the lock before any read waits for it
+ * instead (busy_timeout). SQLite has one writer per file: the transaction would hold that lock from its
+ * first write to its commit anyway.
+ */
+async function takeSqliteWriteLock(context: SqlStoreContext, leaseKey: string): Promise<void> {
+  await sql`update ${sql.table(context.tables.leases)} set ${sql.ref('lease_counter')} = ${sql.ref('lease_counter')}
+    where ${leaseMatch(context.applicationName, leaseKey, null)}`.execute(context.db);
+}
+
+/**
+ * PostgreSQL: a transaction whose work stalls must not hold its locks forever (the lease is lost long
+ * before). For this transaction only (`set_config(…, true)` is `SET LOCAL`): a statement waits at most
+ * `timeoutMs` for a lock, and a transaction idle that long has its session ended by the server.
+ */
+async function boundPostgresTransaction(transaction: AnyKysely, timeoutMs: number): Promise<void> {
+  const value = `${timeoutMs}ms`;
+  await sql`select set_config('idle_in_transaction_session_timeout', ${value}, true),
+    set_config('lock_timeout', ${value}, true)`.execute(transaction);
+}
+
 /** Thrown inside the transaction to roll it back when the fenced write did not apply. */
 class LostRace {
   constructor(readonly reason: LostRaceReason) {}
@@ -307,8 +332,8 @@ class LostRace {
  * application's writes, just before the commit — so its row lock is held only for the commit, and the
  * lock order is always "the application's rows, then the lease row". The isolation level is the
  * database's default (PostgreSQL READ COMMITTED, MySQL/MariaDB REPEATABLE READ; the fenced UPDATE
- * reads the latest committed counter under both); SQLite's deferred transaction takes the database's
- * write lock at its first write. A write conflict is not retried here: the application's part may
+ * reads the latest committed counter under both). On SQLite the transaction takes the file's write lock
+ * first, before `work` (see `takeSqliteWriteLock`). A write conflict is not retried here: the application's part may
  * not be repeatable, so the error (retryable) goes to the caller, whose batch is retried.
  */
 async function checkpointLeaseInTransaction<T>(
@@ -324,6 +349,11 @@ async function checkpointLeaseInTransaction<T>(
     async () => {
       try {
         return await context.userDb.transaction().execute(async (transaction) => {
+          if (context.flavor.name === 'sqlite') {
+            await takeSqliteWriteLock({ ...context, db: transaction.withoutPlugins() }, leaseKey);
+          } else if (context.flavor.name === 'postgres' && context.transactionTimeoutMs > 0) {
+            await boundPostgresTransaction(transaction.withoutPlugins(), context.transactionTimeoutMs);
+          }
           const { update, value } = await work(transaction);
           checkPosition(context, 'checkpoint', update.checkpoint);
           checkPosition(context, 'pending checkpoint', update.pendingCheckpoint);

@@ -9,6 +9,12 @@ import type { AnyKysely } from './sql-types.js';
 
 export const DEFAULT_TABLE_NAME = 'kcl_leases';
 
+/**
+ * `transactionTimeoutMs` by default: the consumer's time budget for a transaction with its default
+ * timings (`leaseExpiryMs` 45 001 − `leaseRenewIntervalMs` 30 000, rounded down).
+ */
+export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15_000;
+
 /** Longest application name, in characters: the column is `varchar(255)`. */
 export const MAX_APPLICATION_NAME_LENGTH = 255;
 
@@ -49,6 +55,18 @@ export interface SqlLeaseStoreOptions {
    * has no sessions (true is refused).
    */
   readonly sessionLiveness?: boolean;
+  /**
+   * PostgreSQL: bounds each `checkpointInTransaction` (exactly-once) transaction on the server, with
+   * `SET LOCAL idle_in_transaction_session_timeout` and `lock_timeout` of this many milliseconds, so a
+   * transaction whose work stalls (a query on the outer `db` inside the work waiting for a row the
+   * transaction locked, say) does not hold its locks forever: a statement waiting longer for a lock
+   * fails, and a transaction idle that long has its session ended by the server (pg then emits
+   * `error` on the connection: give `db`'s pool clients an `error` listener, as for `sessionLiveness`).
+   * Set it to the consumer's `leaseExpiryMs − leaseRenewIntervalMs`, the transaction's time budget.
+   * Default 15 000 (that budget with the consumer's defaults); 0 turns it off. MySQL/MariaDB and
+   * SQLite ignore it.
+   */
+  readonly transactionTimeoutMs?: number;
 }
 
 /** Options with every default filled in. */
@@ -61,6 +79,7 @@ export interface ResolvedSqlLeaseStoreOptions {
   readonly logger: Logger;
   readonly destroyDbOnClose: boolean;
   readonly sessionLiveness: boolean;
+  readonly transactionTimeoutMs: number;
 }
 
 /** Names the call in every configuration error, as the package's messages start. */
@@ -95,6 +114,12 @@ export function resolveSqlLeaseStoreOptions(options: SqlLeaseStoreOptions): Reso
   if (sessionLiveness && flavor === 'sqlite') {
     check.add('sessionLiveness: SQLite has no database sessions to tie a worker to; leave it unset');
   }
+  const transactionTimeoutMs = check.integer(
+    'transactionTimeoutMs',
+    input.transactionTimeoutMs,
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    { min: 0 },
+  );
   check.throwIfAny();
 
   return Object.freeze({
@@ -106,6 +131,7 @@ export function resolveSqlLeaseStoreOptions(options: SqlLeaseStoreOptions): Reso
     logger,
     destroyDbOnClose,
     sessionLiveness,
+    transactionTimeoutMs,
   });
 }
 

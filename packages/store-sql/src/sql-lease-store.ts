@@ -48,6 +48,7 @@ export function createSqlLeaseStore(options: SqlLeaseStoreOptions): SqlLeaseStor
     store: `${PACKAGE_NAME} (${description})`,
     clock: resolved.clock,
     logger: resolved.logger,
+    transactionTimeoutMs: resolved.transactionTimeoutMs,
   };
 
   const sessions =

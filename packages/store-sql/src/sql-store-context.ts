@@ -23,6 +23,8 @@ export interface SqlStoreContext {
   readonly store: string;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** PostgreSQL: the server-side bound of an application transaction (0: none). */
+  readonly transactionTimeoutMs: number;
 }
 
 /** A deadlock or serialization failure rolls the statement back whole; run it again this many times. */

@@ -189,8 +189,11 @@ export function createMemoryLeaseStore(options: MemoryLeaseStoreOptions): Memory
       ownerSwitchesSinceCheckpoint: 0,
       leaseCounter: current.leaseCounter + 1,
     });
-    stored.set(leaseKey, next);
+    // One commit: the application's writes and the lease row apply together (synchronously). The
+    // writes go first, so whoever watches the lease table (a checkpoint at SHARD_END, say) already sees
+    // the rows committed with it.
     for (const action of actions) action();
+    stored.set(leaseKey, next);
     return { ok: true, lease: next, value: decision.value };
   };
 

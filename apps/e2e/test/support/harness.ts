@@ -93,7 +93,10 @@ export class FleetHarness {
   async spawn(
     workerId: string,
     store: StoreConfig = this.options.store,
-    extra: Pick<WorkerProcessConfig, 'shutdownRequestedDelayMs' | 'outputTable'> = {},
+    extra: Pick<
+      WorkerProcessConfig,
+      'shutdownRequestedDelayMs' | 'outputTable' | 'transactionWorkDelayMs'
+    > = {},
   ): Promise<void> {
     const outputFile = join(this.options.dir, `${workerId}.jsonl`);
     const batchFile = join(this.options.dir, `${workerId}.batches.jsonl`);

@@ -149,6 +149,8 @@ export class BatcherStage {
     try {
       if (handleBatch === null) return;
       for (let attempt = 1; ; attempt++) {
+        messages = this.#withoutCommitted(messages);
+        if (messages.length === 0) return;
         for (const message of messages) message.beginAttempt();
         const attemptMessages = messages;
         try {
@@ -169,9 +171,9 @@ export class BatcherStage {
           for (const message of messages) message.fail(error);
         }
         if (stage.halt.aborted) return;
-        const failed = this.#failedInOrder(messages);
-        const again = new Set(failed);
+        const again = new Set(this.#failedInOrder(messages));
         for (const message of messages) if (!again.has(message)) this.#acknowledge(message);
+        const failed = this.#withoutCommitted([...again]);
         if (failed.length === 0) return;
         const action = await decideOnFailure(
           stage,
@@ -197,6 +199,25 @@ export class BatcherStage {
       this.#active[lane] = (this.#active[lane] ?? 1) - 1;
       this.#pump();
     }
+  }
+
+  /**
+   * The messages not yet committed. A message at or before the checkpoint was committed by a
+   * transaction (`batch.transaction`) although the attempt failed — its answer was lost, or the handler
+   * threw after it — so it is acknowledged here and never handed over again: retrying it would write
+   * its rows twice.
+   */
+  #withoutCommitted(messages: TrackedMessage[]): TrackedMessage[] {
+    const checkpoint = this.#stage.lastCheckpoint();
+    if (checkpoint === null || !messages.some((message) => !message.position.isAfter(checkpoint))) {
+      return messages;
+    }
+    const left: TrackedMessage[] = [];
+    for (const message of messages) {
+      if (message.position.isAfter(checkpoint)) left.push(message);
+      else this.#acknowledge(message);
+    }
+    return left;
   }
 
   /** Acknowledges a message leaving the stage; the last of its partition wakes `partitionSettled`. */

@@ -37,6 +37,15 @@ export class CheckpointPolicy {
     return this.#lastCheckpointed;
   }
 
+  /**
+   * The checkpoint the checkpointer knows, or null before it is handed over. It may be past
+   * `lastCheckpointed`: a transaction whose answer was lost committed after all (the checkpointer
+   * learns it from the stored lease when the batch's next transaction starts).
+   */
+  get checkpointerPosition(): ExtendedSequenceNumber | null {
+    return this.#checkpointer?.lastCheckpoint ?? null;
+  }
+
   /** The checkpointer of the latest call from the shard consumer: checkpoints go through it. */
   use(checkpointer: Checkpointer): void {
     this.#checkpointer = checkpointer;

@@ -48,10 +48,14 @@ export function createPipelineProcessorFactory(
   return pipelineProcessorFactory(resolved, checked);
 }
 
-/** The factory for options and a runtime already checked (`createConsumer` checks them with its own). */
+/**
+ * The factory for options and a runtime already checked (`createConsumer` checks them with its own,
+ * and passes its `exactlyOnce`).
+ */
 export function pipelineProcessorFactory(
   options: ResolvedPipelineOptions,
   runtime: PipelineRuntime,
+  guarantees: { readonly exactlyOnce: boolean } = { exactlyOnce: false },
 ): PipelineProcessorFactory {
-  return (_shardId, context) => new PipelineProcessor(options, runtime, context);
+  return (_shardId, context) => new PipelineProcessor(options, runtime, context, guarantees.exactlyOnce);
 }

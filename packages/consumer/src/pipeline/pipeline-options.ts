@@ -41,8 +41,10 @@ export interface BatchInfo {
    * Exactly-once (ARCHITECTURE §6), on a store with transactional checkpoints (`@kcl/store-sql`; set
    * the consumer option `exactlyOnce`): runs `work` in a transaction on the store's database and
    * commits it with the checkpoint at the position the watermark reaches once this batch's messages
-   * are acknowledged — as `checkpointer.transaction` does for a `RecordProcessor`. Throw (from `work`
-   * or after it) to fail the whole batch, which was rolled back.
+   * are acknowledged — as `checkpointer.transaction` does for a `RecordProcessor`. Throw from `work` to
+   * roll the transaction back and fail the whole batch. Once the transaction committed, its messages
+   * are done: they are never handed over again, even when the handler throws after it or the commit's
+   * answer was lost (the stored checkpoint shows the commit), so nothing is written twice.
    *
    * Exactly-once holds when that position is the batch's last message, i.e. when every message before
    * it was acknowledged or is in the batch: batches handed over one at a time in shard order —

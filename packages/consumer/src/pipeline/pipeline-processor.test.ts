@@ -2,22 +2,30 @@ import {
   ConfigurationError,
   ExtendedSequenceNumber,
   InvalidCheckpointError,
+  interceptLeaseStore,
   LeaseLostError,
   noopLogger,
+  OptionProblems,
 } from '@kcl/core';
-import { ManualClock, settle } from '@kcl/testkit';
+import type { MemoryTransaction } from '@kcl/testkit';
+import { createMemoryLeaseStore, ManualClock, settle } from '@kcl/testkit';
 import { describe, expect, it } from 'vitest';
+import { LeaseKeeper } from '../leases/lease-keeper.js';
+import { ShardCheckpointer } from '../processing/checkpointer.js';
 import type {
   Checkpointer,
   KinesisRecord,
   PreparedCheckpointer,
   TransactionCheckpoint,
 } from '../processing/record-processor.js';
-import { createPipelineProcessorFactory } from './create-pipeline-processor-factory.js';
+import {
+  createPipelineProcessorFactory,
+  pipelineProcessorFactory,
+} from './create-pipeline-processor-factory.js';
 import { hashPartition } from './partitioned-queue.js';
 import type { PipelineMessage } from './pipeline-message.js';
 import type { BatchInfo, FailureContext, PipelineOptions } from './pipeline-options.js';
-import { validatePipelineOptions } from './pipeline-options.js';
+import { resolvePipelineOptions, validatePipelineOptions } from './pipeline-options.js';
 
 const SHARD = 'shardId-000000000007';
 
@@ -619,6 +627,150 @@ describe('pipeline batch transactions', () => {
     await clock.advance(20);
     expect(checkpointer.committed).toEqual(['0', '1']);
     expect(checkpointer.written).toEqual([`transaction ${sequenceOf(1)}`]);
+  });
+});
+
+/**
+ * A pipeline on the real checkpointer and a memory store with transactions; `loseAnswers` commits and
+ * then loses the answer of that many transactions (a connection reset after COMMIT).
+ */
+async function transactionalPipeline(options: PipelineOptions, exactlyOnce = false) {
+  const clock = new ManualClock();
+  const memory = createMemoryLeaseStore({ applicationName: 'pipeline', transactions: true });
+  const faults = { loseAnswers: 0 };
+  const store = interceptLeaseStore(memory, async (operation, callOptions, call) => {
+    const result = await call(callOptions);
+    if (operation === 'leases.checkpointInTransaction' && faults.loseAnswers > 0) {
+      faults.loseAnswers -= 1;
+      throw new Error('connection reset after COMMIT');
+    }
+    return result;
+  });
+  const keeper = new LeaseKeeper({
+    store,
+    workerId: 'worker-1',
+    leaseExpiryMs: 10_000,
+    clock,
+    logger: noopLogger,
+    emit: () => {},
+    onLost: () => {},
+  });
+  await memory.leases.create({ leaseKey: SHARD, checkpoint: ExtendedSequenceNumber.TRIM_HORIZON });
+  const taken = await memory.leases.take(SHARD, 0, 'worker-1');
+  if (!taken.ok) throw new Error('take');
+  const held = keeper.adopt(taken.lease, clock.monotonicNow());
+  const checkpointer = new ShardCheckpointer({ held, keeper, store, workerId: 'worker-1', emit: () => {} });
+  const runtime = { clock, random: () => 0.5, logger: noopLogger };
+  const problems = new OptionProblems('test');
+  const resolved = resolvePipelineOptions(options, problems);
+  problems.throwIfAny();
+  const processor = pipelineProcessorFactory(resolved, runtime, { exactlyOnce })(SHARD, context);
+  return {
+    clock,
+    memory,
+    faults,
+    checkpointer,
+    async deliver(records: readonly KinesisRecord[]): Promise<void> {
+      const last = records.at(-1);
+      if (last !== undefined) checkpointer.beginDelivery(position(last));
+      await processor.processRecords({
+        shardId: SHARD,
+        leaseKey: SHARD,
+        checkpointer,
+        records,
+        millisBehindLatest: 0,
+        signal: new AbortController().signal,
+      });
+      checkpointer.endDelivery(true);
+    },
+  };
+}
+
+const context = {
+  shardId: SHARD,
+  leaseKey: SHARD,
+  workerId: 'worker-1',
+  stream: { name: 'stream', identifier: null },
+};
+
+describe('pipeline batch transactions on the checkpointer', () => {
+  it('never hands a batch over again once its transaction committed, even when the answer was lost', async () => {
+    const output: string[] = [];
+    const { clock, memory, faults, deliver } = await transactionalPipeline({
+      batchers: { batchSize: 2 },
+      checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+      retry: { initialMs: 10, maxMs: 10 },
+      handleBatch: (messages, info) =>
+        info.transaction<MemoryTransaction>((transaction) => {
+          for (const message of messages) transaction.onCommit(() => output.push(String(indexOf(message))));
+        }),
+    });
+    faults.loseAnswers = 1;
+    await deliver(makeRecords(4));
+    await settle();
+    for (let step = 0; step < 5; step++) await clock.advance(10);
+    expect(output).toEqual(['0', '1', '2', '3']);
+    expect((await memory.leases.get(SHARD))?.checkpoint.toString()).toBe(sequenceOf(3));
+  });
+
+  it('never hands a batch over again when the handler throws after its transaction committed', async () => {
+    const output: string[] = [];
+    let calls = 0;
+    const { clock, memory, deliver } = await transactionalPipeline({
+      batchers: { batchSize: 2 },
+      checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+      retry: { initialMs: 10, maxMs: 10 },
+      handleBatch: async (messages, info) => {
+        calls += 1;
+        await info.transaction<MemoryTransaction>((transaction) => {
+          for (const message of messages) transaction.onCommit(() => output.push(String(indexOf(message))));
+        });
+        if (calls === 1) throw new Error('the metrics call after the commit failed');
+      },
+    });
+    await deliver(makeRecords(2));
+    await settle();
+    for (let step = 0; step < 5; step++) await clock.advance(10);
+    expect(output).toEqual(['0', '1']);
+    expect(calls).toBe(1);
+    expect((await memory.leases.get(SHARD))?.checkpoint.toString()).toBe(sequenceOf(1));
+  });
+});
+
+describe('pipeline exactlyOnce', () => {
+  it("refuses a batch transaction whose checkpoint could not cover the batch's last message (a later batchKey's batch filled first)", async () => {
+    const output: string[] = [];
+    const failures: unknown[] = [];
+    const { clock, memory, deliver } = await transactionalPipeline(
+      {
+        batchers: { batchSize: 2, batchTimeoutMs: 1_000 },
+        checkpoint: { everyMessages: 1_000, intervalMs: 60_000 },
+        retry: { initialMs: 10, maxMs: 10 },
+        handleMessage: (message) => {
+          message.batchKey = indexOf(message) === 0 ? 'first' : 'later';
+        },
+        handleBatch: (messages, info) =>
+          info.transaction<MemoryTransaction>((transaction) => {
+            for (const message of messages) transaction.onCommit(() => output.push(String(indexOf(message))));
+          }),
+        handleFailed: (messages) => {
+          failures.push(...messages.map((message) => message.failure));
+          return 'skip';
+        },
+      },
+      true,
+    );
+    await deliver(makeRecords(3));
+    await settle();
+    // The batch of 1 and 2 filled first: committing it would leave the checkpoint before 0, and the
+    // lease's next owner would write 1 and 2 again.
+    expect(output).toEqual([]);
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toBeInstanceOf(InvalidCheckpointError);
+    expect(String(failures[0])).toMatch(/exactlyOnce refused the transaction/);
+    expect((await memory.leases.get(SHARD))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+    await clock.advance(1_000);
+    expect(output).toEqual(['0']);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Clock, ExtendedSequenceNumber, Logger, RandomSource } from '@kcl/core';
-import { childLogger, KclError } from '@kcl/core';
+import { childLogger, InvalidCheckpointError, KclError } from '@kcl/core';
 import type {
   ProcessorContext,
   ProcessRecordsInput,
@@ -50,7 +50,19 @@ export class PipelineProcessor implements RecordProcessor {
   #runningHandlers = 0;
   #draining = false;
 
-  constructor(options: ResolvedPipelineOptions, runtime: PipelineRuntime, context: ProcessorContext) {
+  /**
+   * With the consumer option `exactlyOnce`: a batch transaction whose checkpoint would stop before the
+   * batch's last message is refused (its rows would be written again by the lease's next owner).
+   */
+  readonly #exactlyOnce: boolean;
+
+  constructor(
+    options: ResolvedPipelineOptions,
+    runtime: PipelineRuntime,
+    context: ProcessorContext,
+    exactlyOnce = false,
+  ) {
+    this.#exactlyOnce = exactlyOnce;
     this.#options = options;
     this.#clock = runtime.clock;
     this.#context = {
@@ -69,8 +81,8 @@ export class PipelineProcessor implements RecordProcessor {
       halt: this.#halt.signal,
       counted: (call) => this.#counted(call),
       acknowledge: (message) => this.#acknowledge(message),
-      transaction: (messages, work) =>
-        this.#checkpoints.transaction(this.#admission.watermarkIfAcknowledged(messages), work),
+      transaction: (messages, work) => this.#transaction(messages, work),
+      lastCheckpoint: () => this.#checkpoints.checkpointerPosition,
     };
     this.#admission = new Admission(stage, pipelineCapacity(options));
     this.#batchers = new BatcherStage(stage);
@@ -180,6 +192,34 @@ export class PipelineProcessor implements RecordProcessor {
   async leaseLost(): Promise<void> {
     this.#stop('lease lost');
     await this.#handlersDone(this.#options.drainTimeoutMs);
+  }
+
+  /**
+   * `BatchInfo.transaction`: the checkpoint goes where the watermark reaches once `messages` are
+   * acknowledged. With `exactlyOnce`, that must be the batch's last message: otherwise the rows of the
+   * messages past it would commit without the checkpoint covering them (a batch of a later `batchKey`
+   * that filled first, say), and the lease's next owner would write them again.
+   */
+  #transaction<Transaction, T>(
+    messages: readonly TrackedMessage[],
+    work: (transaction: Transaction) => Promise<T> | T,
+  ): Promise<T> {
+    const position = this.#admission.watermarkIfAcknowledged(messages);
+    if (this.#exactlyOnce) {
+      let last: ExtendedSequenceNumber | null = null;
+      for (const message of messages)
+        if (last === null || message.position.isAfter(last)) last = message.position;
+      if (last !== null && (position === null || position.isBefore(last))) {
+        return Promise.reject(
+          new InvalidCheckpointError(
+            `@kcl/consumer: lease ${this.#context.leaseKey}: exactlyOnce refused the transaction of batch ${JSON.stringify(
+              messages[0]?.batchKey,
+            )}: an earlier message (before ${position ?? 'the first'}) is not acknowledged yet, so the checkpoint cannot cover the batch's last message ${last} and its rows would be written again by the lease's next owner; give every message the same batchKey (batches must commit in shard order), and the batch is retried`,
+          ),
+        );
+      }
+    }
+    return this.#checkpoints.transaction(position, work);
   }
 
   #acknowledge(message: TrackedMessage): void {

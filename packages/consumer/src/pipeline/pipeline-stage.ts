@@ -1,4 +1,4 @@
-import type { Clock, Logger, RandomSource } from '@kcl/core';
+import type { Clock, ExtendedSequenceNumber, Logger, RandomSource } from '@kcl/core';
 import type { TrackedMessage } from './pipeline-message.js';
 import type { FailureAction, PipelineContext, ResolvedPipelineOptions } from './pipeline-options.js';
 
@@ -24,6 +24,11 @@ export interface PipelineStage {
     messages: readonly TrackedMessage[],
     work: (transaction: Transaction) => Promise<T> | T,
   ) => Promise<T>;
+  /**
+   * The lease's checkpoint as the checkpointer knows it (null before the first call hands one over):
+   * a message at or before it was committed, by a transaction whose answer may have been lost.
+   */
+  readonly lastCheckpoint: () => ExtendedSequenceNumber | null;
 }
 
 /**

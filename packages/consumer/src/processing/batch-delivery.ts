@@ -33,6 +33,9 @@ export interface BatchDelivery extends ProcessorRun {
  */
 export async function deliverBatch(delivery: BatchDelivery, batch: FetchedBatch): Promise<boolean> {
   const { held, checkpointer, processor, clock, settings } = delivery;
+  // A pipeline calls the checkpointer from its own stages, after processRecords returned: its
+  // failed transaction is seen at the next batch.
+  if (stoppedByMisconfiguration(delivery)) return false;
   const { records: expanded, droppedAggregates } = deaggregateRecords(batch.records, held.lease.hashKeyRange);
   const pending = (): KinesisRecord[] => {
     const last = checkpointer.lastCheckpoint;
@@ -90,6 +93,8 @@ export async function deliverBatch(delivery: BatchDelivery, batch: FetchedBatch)
       } catch (error) {
         // A checkpoint refused because the lease is gone ends delivery: there is nothing to retry.
         if (isLeaseLost(error) || !held.isHeld()) return false;
+        // checkpointer.transaction on a store that cannot run it: every retry would fail alike.
+        if (stoppedByMisconfiguration(delivery)) return false;
         const action = await decide(delivery, error, records, attempt);
         delivery.emit({
           type: 'processing-error',
@@ -116,6 +121,22 @@ export async function deliverBatch(delivery: BatchDelivery, batch: FetchedBatch)
   } finally {
     checkpointer.endDelivery(completed);
   }
+}
+
+/**
+ * `checkpointer.transaction` was called on a store that cannot run it: no retry can succeed, so the
+ * worker stops with that `ConfigurationError` (when the host can stop it). True when it was told to.
+ */
+function stoppedByMisconfiguration(delivery: BatchDelivery): boolean {
+  const misconfiguration = delivery.checkpointer.misconfiguration;
+  const onFatal = delivery.settings.onFatal;
+  if (misconfiguration === null || onFatal === undefined) return false;
+  delivery.logger.error(
+    'checkpointer.transaction was called, which this lease store cannot run; stopping the worker',
+    { leaseKey: delivery.leaseKey, error: misconfiguration },
+  );
+  onFatal(misconfiguration);
+  return true;
 }
 
 function isLeaseLost(error: unknown): boolean {

@@ -1,6 +1,7 @@
 import type { KclEvent } from '@kcl/core';
 import {
   ExtendedSequenceNumber,
+  guardLeaseStore,
   InvalidCheckpointError,
   interceptLeaseStore,
   LeaseLostError,
@@ -222,15 +223,25 @@ describe('ShardCheckpointer', () => {
 });
 
 describe('ShardCheckpointer.transaction', () => {
-  async function transactional(options: { readonly loseNextAnswer?: { value: boolean } } = {}) {
+  async function transactional(
+    options: {
+      readonly loseNextAnswer?: { value: boolean };
+      readonly expireOnLoss?: boolean;
+      /** Wrapped as the runtime wraps a store: an aborted call rejects with StoreCallAbortedError. */
+      readonly guarded?: boolean;
+    } = {},
+  ) {
     const clock = new ManualClock();
-    const memory = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
+    const created = createMemoryLeaseStore({ applicationName: 'exactly-once', transactions: true });
+    const memory = options.guarded === true ? guardLeaseStore(created, 'test') : created;
     const lose = options.loseNextAnswer;
     // Fault injection: the commit applies, its answer is lost.
     const store = interceptLeaseStore(memory, async (operation, callOptions, call) => {
       const result = await call(callOptions);
       if (operation === 'leases.checkpointInTransaction' && lose?.value === true) {
         lose.value = false;
+        // The lease is given up locally before the lost answer arrives.
+        if (options.expireOnLoss === true) await clock.advance(10_001);
         throw new Error('connection reset after COMMIT');
       }
       return result;
@@ -340,6 +351,46 @@ describe('ShardCheckpointer.transaction', () => {
     expect((await store.leases.get('shard-1'))?.owner).toBe('me');
   });
 
+  it('refuses a transaction retried inside the same delivery after a lost answer, so the records are not committed twice', async () => {
+    const loseNextAnswer = { value: true };
+    const { checkpointer, store, output, insert } = await transactional({ loseNextAnswer });
+    checkpointer.beginDelivery(esn('300'));
+    const write = () =>
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'batch'));
+    await expect(write()).rejects.toThrow(/connection reset/);
+    const superseded = await write().catch((error: unknown) => error);
+    expect(superseded).toMatchObject({ code: 'CHECKPOINT_TRANSACTION_SUPERSEDED', retryable: false });
+    // A processor that retries anyway inside processRecords is refused: nothing is written again.
+    await expect(write()).rejects.toThrow(InvalidCheckpointError);
+    await expect(write()).rejects.toThrow(/committed by an earlier transaction whose answer was lost/);
+    expect(output).toEqual(['batch']);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('300');
+    // The next delivery commits as usual.
+    checkpointer.beginDelivery(esn('400'));
+    await write();
+    expect(output).toEqual(['batch', 'batch']);
+    expect((await store.leases.get('shard-1'))?.checkpoint.toString()).toBe('400');
+  });
+
+  it('does not claim that nothing was written when the lease was given up and the answer of a commit that applied was lost', async () => {
+    const loseNextAnswer = { value: true };
+    const { checkpointer, output, insert, keeper } = await transactional({
+      loseNextAnswer,
+      expireOnLoss: true,
+    });
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    const error = await checkpointer
+      .transaction<MemoryTransaction>(async (transaction) => insert(transaction, 'a'))
+      .catch((caught: unknown) => caught);
+    watching.abort();
+    expect(output).toEqual(['a']);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(String(error)).not.toMatch(/nothing was written/);
+    expect(String(error)).toMatch(/committed together with its checkpoint or not at all/);
+  });
+
   it('refuses a checkpointer call inside the work at once instead of waiting for the transaction', async () => {
     const { checkpointer, store, output, insert } = await transactional();
     checkpointer.beginDelivery(esn('300'));
@@ -370,6 +421,21 @@ describe('ShardCheckpointer.transaction', () => {
     watching.abort();
     expect(output).toEqual([]);
     expect((await store.leases.get('shard-1'))?.checkpoint.sentinel).toBe('TRIM_HORIZON');
+  });
+
+  it('rejects with LeaseLostError, not an abort error, when the lease is given up while the work runs on a guarded store', async () => {
+    const { checkpointer, output, insert, clock, keeper } = await transactional({ guarded: true });
+    const watching = new AbortController();
+    void keeper.watchExpiry(watching.signal);
+    checkpointer.beginDelivery(esn('300'));
+    await expect(
+      checkpointer.transaction<MemoryTransaction>(async (transaction) => {
+        insert(transaction, 'a');
+        await clock.advance(10_001);
+      }),
+    ).rejects.toThrow(LeaseLostError);
+    watching.abort();
+    expect(output).toEqual([]);
   });
 
   it('fails with a ConfigurationError on a store without transactional checkpoints', async () => {

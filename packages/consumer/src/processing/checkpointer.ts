@@ -10,6 +10,7 @@ import {
   ConfigurationError,
   ExtendedSequenceNumber,
   InvalidCheckpointError,
+  isKclError,
   KclError,
   LeaseLostError,
   offersTransactionalCheckpoint,
@@ -61,6 +62,14 @@ export class ShardCheckpointer implements Checkpointer {
   #positionAtShardEnd: ExtendedSequenceNumber | null = null;
   /** A transaction's work is running (`transaction`): the other calls would wait for it. */
   #workRunning = false;
+  /**
+   * A transaction of the delivery in progress found that an earlier one, whose answer was lost,
+   * committed: until the next delivery, a transaction that does not move the checkpoint past it is
+   * refused (it would write the committed records again).
+   */
+  #superseded = false;
+  /** Set once `transaction` was called on a store that cannot run it: the worker stops (never retried). */
+  #misconfiguration: ConfigurationError | null = null;
 
   constructor(options: ShardCheckpointerOptions) {
     this.#options = options;
@@ -73,6 +82,14 @@ export class ShardCheckpointer implements Checkpointer {
 
   get lastCheckpoint(): ExtendedSequenceNumber {
     return this.#lastCheckpoint;
+  }
+
+  /**
+   * The `ConfigurationError` of a `transaction` call on a store without transactional checkpoints, or
+   * null. Retrying the batch cannot help, so the delivery stops the worker instead.
+   */
+  get misconfiguration(): ConfigurationError | null {
+    return this.#misconfiguration;
   }
 
   /** The largest position a checkpoint may name now. */
@@ -102,6 +119,7 @@ export class ShardCheckpointer implements Checkpointer {
 
   /** A delivery up to `position` begins: during it, a checkpoint without arguments names `position`. */
   beginDelivery(position: ExtendedSequenceNumber): void {
+    this.#superseded = false;
     this.#deliveredBefore = this.#delivered;
     this.allowUpTo(position);
   }
@@ -210,9 +228,10 @@ export class ShardCheckpointer implements Checkpointer {
     const { held, keeper, store, workerId, emit } = this.#options;
     const leaseKey = held.leaseKey;
     if (!offersTransactionalCheckpoint(store)) {
-      throw new ConfigurationError('@kcl/consumer checkpointer.transaction', [
-        `the lease store ${store.description} cannot checkpoint in a transaction (capabilities.transactionalCheckpoint is not set): use a @kcl/store-sql store for exactly-once processing, or checkpoint() for at-least-once`,
+      this.#misconfiguration = new ConfigurationError('@kcl/consumer checkpointer.transaction', [
+        `the lease store ${store.description} cannot checkpoint in a transaction (capabilities.transactionalCheckpoint is not set): use a @kcl/store-sql store for exactly-once processing (set the consumer option exactlyOnce: true to have createConsumer check it), or checkpoint() for at-least-once`,
       ]);
+      throw this.#misconfiguration;
     }
     const leases = store.leases as Required<LeaseRepository>;
     let target = this.#resolve(undefined, undefined);
@@ -239,10 +258,11 @@ export class ShardCheckpointer implements Checkpointer {
           // twice, so the batch is retried from there instead.
           if (lease.checkpoint.isAfter(lastCheckpoint) && !lease.checkpoint.isAfter(this.#largestPermitted)) {
             this.#lastCheckpoint = lease.checkpoint;
+            this.#superseded = true;
+            // Not retryable in place: the same transaction again would commit the records twice.
             throw new KclError(
               'CHECKPOINT_TRANSACTION_SUPERSEDED',
-              `@kcl/consumer: lease ${leaseKey}: an earlier transaction whose answer was lost committed checkpoint ${lease.checkpoint}; this one was rolled back and the batch is retried after that checkpoint`,
-              { retryable: true },
+              `@kcl/consumer: lease ${leaseKey}: an earlier transaction whose answer was lost committed checkpoint ${lease.checkpoint}; this one was rolled back. Do not retry it inside processRecords: throw, and the batch is delivered again after that checkpoint`,
             );
           }
           target = initialTarget;
@@ -262,6 +282,13 @@ export class ShardCheckpointer implements Checkpointer {
               }
               // Never backwards, as an ordinary checkpoint.
               const checkpoint = lease.checkpoint.isAfter(target) ? lease.checkpoint : target;
+              if (this.#superseded && !checkpoint.isAfter(lease.checkpoint)) {
+                const refused = new InvalidCheckpointError(
+                  `@kcl/consumer: lease ${leaseKey}: this delivery's records up to checkpoint ${lease.checkpoint} were committed by an earlier transaction whose answer was lost, and this transaction would not move the checkpoint past it, so it was rolled back (its writes would be duplicates); throw from processRecords instead of retrying, and the batch is delivered again after that checkpoint`,
+                );
+                failure = { error: refused };
+                throw refused;
+              }
               return { update: { checkpoint, pendingCheckpoint: null }, value };
             },
             { signal: held.signal },
@@ -278,8 +305,16 @@ export class ShardCheckpointer implements Checkpointer {
       );
     } catch (error) {
       if (failure !== null) throw (failure as { readonly error: unknown }).error;
-      if (!held.isHeld() && !KclError.is(error)) {
-        throw new LeaseLostError(leaseKey, 'it was lost while the transaction was open; nothing was written');
+      // Given up while the transaction was open: the store call was aborted (the lease's signal) or
+      // its answer was lost. Either way the application hears that the lease is gone.
+      if (!held.isHeld() && (!KclError.is(error) || isKclError(error, 'LEASE_STORE_CALL_ABORTED'))) {
+        const done = committed as { readonly checkpoint: ExtendedSequenceNumber } | null;
+        throw new LeaseLostError(
+          leaseKey,
+          done !== null
+            ? `the transaction committed with checkpoint ${done.checkpoint}, but the lease was given up meanwhile; the next owner resumes after it`
+            : `it was given up while the transaction was open, and the transaction ended without an answer (${error instanceof Error ? error.message : String(error)}): it committed together with its checkpoint or not at all, and the next owner resumes from the stored checkpoint`,
+        );
       }
       throw error;
     }

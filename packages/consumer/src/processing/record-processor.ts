@@ -44,9 +44,30 @@ export interface Checkpointer {
    *
    * A lease lost meanwhile rolls everything back and rejects with `LeaseLostError`; an error thrown by
    * `work` rolls everything back and rejects with that error (the batch is then retried from the last
-   * committed checkpoint). The lease is not renewed while the transaction is open: keep it well below
-   * `leaseExpiryMs`. On a store without the capability it rejects with a `ConfigurationError` (set the
-   * consumer option `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
+   * committed checkpoint). Never retry a failed transaction inside `processRecords`: throw instead, and
+   * the batch is delivered again after the last committed checkpoint. A transaction whose commit
+   * applied but whose answer was lost is only noticed by the next one, which rejects with
+   * `CHECKPOINT_TRANSACTION_SUPERSEDED`; after that, a transaction of the same delivery that does not
+   * move the checkpoint past the committed one is refused with `InvalidCheckpointError`.
+   *
+   * Time budget: the lease is not renewed while the transaction is open, so it must commit within
+   * `leaseExpiryMs − leaseRenewIntervalMs` (15 s with the defaults) of the last renewal, or the lease
+   * expires and the commit is refused. Keep transactions short.
+   *
+   * Inside `work`, use only the transaction it is given — never the outer `db`, never the checkpointer
+   * (refused at once). While `work` runs, the transaction holds its connection and its locks: on
+   * SQLite the whole file is locked for writing (other workers' renewals wait in better-sqlite3's busy
+   * wait) and every other store call of this worker queues behind it on the one connection, so a query
+   * on the outer `db` inside `work` waits for the transaction forever (a deadlock); on PostgreSQL such
+   * a query may wait for a row the transaction locked, and the store's `transactionTimeoutMs` (default
+   * 15 s) ends the stalled transaction on the server; on MySQL/MariaDB it waits up to
+   * `innodb_lock_wait_timeout`. On PostgreSQL and MySQL each open transaction holds one connection of
+   * the pool: size the pool above the number of shards a worker processes at once, or renewals and
+   * checkpoints wait for a free connection.
+   *
+   * On a store without the capability it rejects with a `ConfigurationError`, and the
+   * worker stops with that error instead of retrying the batch (set the consumer option
+   * `exactlyOnce: true` to have `createConsumer` refuse such a store at once).
    */
   transaction<Transaction = unknown, T = void>(
     work: (transaction: Transaction, checkpoint: TransactionCheckpoint) => Promise<T> | T,

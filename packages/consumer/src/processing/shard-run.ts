@@ -19,6 +19,11 @@ export interface ShardConsumerSettings {
   readonly shutdownTimeoutMs: number;
   /** Enhanced fan-out, or null for polling. */
   readonly fanout: FanOutSettings | null;
+  /**
+   * Stops the worker with an error no retry can fix (`checkpointer.transaction` on a store that
+   * cannot run it). Absent: such a batch is retried like any failure.
+   */
+  readonly onFatal?: (error: unknown) => void;
 }
 
 /** How a shard consumer subscribes (enhanced fan-out). */
