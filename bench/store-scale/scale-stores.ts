@@ -66,9 +66,10 @@ export type OpenedScaleStore =
 
 /**
  * Connections left to the server's other clients when sessions take the rest (`max_connections`
- * less the fleet's pool, less this many).
+ * less the fleet's pool, less this many): the same store's run without sessions keeps its pool open
+ * meanwhile, and other clients need some too.
  */
-const SPARE_CONNECTIONS = 10;
+const SPARE_CONNECTIONS = SQL_POOL_SIZE + 14;
 
 /**
  * Opens one store for a run of fleets. With `liveness` (PostgreSQL and MariaDB only), every worker
