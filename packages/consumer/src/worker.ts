@@ -113,12 +113,13 @@ export class Worker {
    */
   #lastListed: ReadonlySet<string> = new Set();
   /**
-   * Workers found dead by their session, with the registry heartbeat they had then: they stay out of
-   * the fair share until that heartbeat moves (alive after all) or their row goes. A crashed worker
+   * Workers found dead by their session, with the registry heartbeat they had then (null: no row, as
+   * after a graceful stop): they stay out of the fair share until that heartbeat moves or their row
+   * comes back (alive after all: no longer judged dead either) or goes. A crashed worker
    * never removes its row, and the registry alone counts it live until its heartbeat is old — after
    * its leases were taken at once, it would otherwise hold a share of nothing for that long.
    */
-  readonly #goneWorkers = new Map<string, { readonly heartbeat: number; readonly since: number }>();
+  readonly #goneWorkers = new Map<string, { readonly heartbeat: number | null; readonly since: number }>();
   /** Leases of workers judged dead, with the counter they had when first listed so. */
   #deadOwnerCounters = new Map<string, { owner: string; counter: number }>();
   /** Wakes the rebalance loop early (a worker was found dead). */
@@ -862,14 +863,25 @@ export class Worker {
     const liveness = this.#liveness;
     if (liveness === null) return;
     const heartbeats = new Map(workers.map((worker) => [worker.workerId, worker.heartbeat]));
-    for (const [workerId, gone] of this.#goneWorkers) {
-      if (heartbeats.get(workerId) !== gone.heartbeat) this.#goneWorkers.delete(workerId);
-    }
     const now = this.#deps.clock.monotonicNow();
+    for (const [workerId, gone] of this.#goneWorkers) {
+      const heartbeat = heartbeats.get(workerId) ?? null;
+      if (heartbeat !== gone.heartbeat) {
+        // Its row moved since it was found dead: it heartbeats, or registered again after a graceful
+        // stop removed the row — alive (restarted under its id, or without a session).
+        this.#goneWorkers.delete(workerId);
+        if (heartbeat !== null) liveness.revive(workerId, 'registry');
+      } else if (
+        heartbeat === null &&
+        !liveness.dead().has(workerId) &&
+        now - gone.since > this.#deps.options.leaseExpiryMs
+      ) {
+        this.#goneWorkers.delete(workerId);
+      }
+    }
     for (const workerId of liveness.dead()) {
-      const heartbeat = heartbeats.get(workerId);
-      if (heartbeat !== undefined && !this.#goneWorkers.has(workerId)) {
-        this.#goneWorkers.set(workerId, { heartbeat, since: now });
+      if (!this.#goneWorkers.has(workerId)) {
+        this.#goneWorkers.set(workerId, { heartbeat: heartbeats.get(workerId) ?? null, since: now });
       }
     }
   }

@@ -904,6 +904,9 @@ function sessionLogLine(
   if (message.startsWith('a worker judged dead by its session still writes')) {
     return `${workerId} sees ${String(fields?.workerId)} write its leases: alive after all`;
   }
+  if (message.startsWith('a worker judged dead by its session heartbeats or registered again')) {
+    return `${workerId} sees ${String(fields?.workerId)} in the registry again: alive after all`;
+  }
   if (message.startsWith('this worker lost its database session')) {
     return `${workerId} finds its own database session gone`;
   }

@@ -32,7 +32,7 @@ interface Batch {
 interface Said {
   readonly at: number;
   readonly workerId: string;
-  /** `judges`: found `others` without their session; `revives`: saw `others` write; `lost`: its own session. */
+  /** `judges`: found `others` without their session; `revives`: saw `others` write or heartbeat; `lost`: its own session. */
   readonly kind: 'judges' | 'revives' | 'lost';
   readonly others: readonly string[];
 }
@@ -133,7 +133,10 @@ class Fleet {
       const at = this.scenario.clock.monotonicNow();
       if (message.startsWith('workers lost their database session')) {
         this.said.push({ at, workerId, kind: 'judges', others: fields?.workerIds as string[] });
-      } else if (message.startsWith('a worker judged dead by its session still writes')) {
+      } else if (
+        message.startsWith('a worker judged dead by its session still writes') ||
+        message.startsWith('a worker judged dead by its session heartbeats or registered again')
+      ) {
         this.said.push({ at, workerId, kind: 'revives', others: [fields?.workerId as string] });
       } else if (message.startsWith('this worker lost its database session')) {
         this.said.push({ at, workerId, kind: 'lost', others: [] });
@@ -500,6 +503,31 @@ describe('session liveness meeting the other mechanisms', () => {
       expect(takenAfter, `seed ${seed}`).toBeLessThanOrEqual(
         2 * 1.25 * TIMINGS.rebalanceIntervalMs + TIMINGS.livenessCheckIntervalMs,
       );
+      await fleet.drain();
+      expect(fleet.lost()).toEqual([]);
+    }
+  });
+
+  it('(i) a worker stopped gracefully and started again at once under its id is not judged dead once it registered: no lease is taken from it without a hand-off', async () => {
+    for (const seed of [31, 32, 33, 34]) {
+      const scenario = new Scenario({ shards: 4, seed, sessions: true });
+      const fleet = new Fleet(scenario);
+      fleet.produce();
+      fleet.start('S');
+      await scenario.run(2_000);
+      const first = fleet.start('W');
+      expect(await balanced(fleet, ['S', 'W'], 2)).toBe(true);
+      await scenario.run(1_500);
+      expect(await scenario.timed(first.consumer.stop(), 30_000)).not.toBeNull();
+      const restartedAt = scenario.clock.monotonicNow();
+      fleet.start('W');
+      expect(await balanced(fleet, ['S', 'W'], 2)).toBe(true);
+      await scenario.run(3_000);
+      // Whatever S took from the restarted W, it took by a hand-off (W finished its batch first).
+      const direct = fleet
+        .takes(restartedAt)
+        .filter((take) => take.from === 'W' && take.workerId !== 'W' && !take.stolen);
+      expect(direct, `seed ${seed}`).toEqual([]);
       await fleet.drain();
       expect(fleet.lost()).toEqual([]);
     }

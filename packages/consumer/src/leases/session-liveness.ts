@@ -107,14 +107,17 @@ export class SessionLiveness {
   }
 
   /**
-   * A worker judged dead wrote one of its leases after all (the counter moved while it owned it): it
-   * lives without a session (one it could not attach again). Not judged again until seen holding one.
+   * A worker judged dead wrote one of its leases after all (the counter moved while it owned it), or its
+   * registry row moved (a heartbeat, or a restart under its id registering again): it lives, without a
+   * session or before attaching one. Not judged again until seen holding one.
    */
-  revive(workerId: string): void {
+  revive(workerId: string, evidence: 'writes' | 'registry' = 'writes'): void {
     if (!this.#dead.delete(workerId)) return;
     this.#seenLive.delete(workerId);
     this.#options.logger.info(
-      'a worker judged dead by its session still writes its leases; not judged again until it holds a session',
+      evidence === 'writes'
+        ? 'a worker judged dead by its session still writes its leases; not judged again until it holds a session'
+        : 'a worker judged dead by its session heartbeats or registered again (alive, or restarted under its id); not judged again until it holds a session',
       { workerId },
     );
   }
